@@ -1,0 +1,47 @@
+# Compiler flags shared by every wirespeed target (ws_flags is linked by each module).
+add_library(ws_flags INTERFACE)
+target_compile_options(ws_flags INTERFACE -Wall -Wextra -Wshadow -Wnon-virtual-dtor
+  -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wnull-dereference -Wformat=2)
+if(WS_WERROR)
+  target_compile_options(ws_flags INTERFACE -Werror)
+endif()
+if(WS_NATIVE)
+  target_compile_options(ws_flags INTERFACE -march=native)
+endif()
+target_include_directories(ws_flags INTERFACE ${PROJECT_SOURCE_DIR})
+
+# ws_test(NAME SOURCES... LIBS ...): one GoogleTest binary registered with CTest.
+function(ws_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  if(NOT WS_TESTS)
+    return()
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main ws_flags)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endfunction()
+
+# ws_bench(NAME SOURCES... LIBS ...): one Google Benchmark binary (not a test).
+function(ws_bench name)
+  cmake_parse_arguments(B "" "" "SOURCES;LIBS" ${ARGN})
+  if(NOT WS_BENCH)
+    return()
+  endif()
+  add_executable(${name} ${B_SOURCES})
+  target_link_libraries(${name} PRIVATE ${B_LIBS} benchmark::benchmark ws_flags)
+endfunction()
+
+# ws_fuzzer(NAME SOURCES... LIBS ... CORPUS dir): a libFuzzer target plus a smoke test
+# that replays its seed corpus (and fuzzes briefly) under ASan+UBSan.
+function(ws_fuzzer name)
+  cmake_parse_arguments(F "" "CORPUS" "SOURCES;LIBS" ${ARGN})
+  if(NOT WS_FUZZ)
+    return()
+  endif()
+  add_executable(${name} ${F_SOURCES})
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(${name} PRIVATE ${F_LIBS} ws_flags)
+  add_test(NAME ${name}_smoke COMMAND ${name} -runs=20000 -max_total_time=20
+           ${PROJECT_SOURCE_DIR}/fuzz/corpus/${F_CORPUS})
+endfunction()

@@ -1,0 +1,25 @@
+// CPU facts the hot path relies on: cache-line size, prefetch, the time-stamp counter.
+#pragma once
+#include <cstdint>
+#include <x86intrin.h>
+
+namespace ws {
+
+inline constexpr std::size_t cache_line_bytes = 64;
+
+// Hint that `p` will be read soon; into all cache levels.
+inline void prefetch0(const void* p) noexcept { __builtin_prefetch(p, 0, 3); }
+// Hint that `p` will be written soon.
+inline void prefetch_w(const void* p) noexcept { __builtin_prefetch(p, 1, 3); }
+
+// Read the TSC. Invariant on every CPU we run on (constant_tsc, nonstop_tsc).
+inline std::uint64_t rdtsc() noexcept { return __rdtsc(); }
+
+// Spin-wait hint for busy loops.
+inline void cpu_pause() noexcept { _mm_pause(); }
+
+// TSC ticks per second, calibrated once against the monotonic clock (about 50 ms on first call).
+// Thread-safe.
+std::uint64_t tsc_hz();
+
+}  // namespace ws

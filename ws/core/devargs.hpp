@@ -1,0 +1,57 @@
+// Device strings in DPDK's form: "net_vhost0,iface=/tmp/vhost0,queues=4". The first field is
+// the device name; the rest are key=value pairs, where a value may be a bracketed list
+// ("key=[a,b]"). Keys may repeat (net_pcap takes one rx_pcap per queue).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ws/core/result.hpp"
+
+namespace ws {
+
+// One key a driver accepts, for validation and help.
+struct ParamSpec {
+  std::string_view key;
+  std::string_view type;  // "uint", "bool", "path", "string", ...
+  std::string_view default_value;
+  std::string_view help;
+};
+
+class DevArgs {
+ public:
+  // Parses the text; errors name the device string and the offending part.
+  static Result<DevArgs> parse(std::string_view text);
+
+  const std::string& name() const { return name_; }
+  const std::string& text() const { return text_; }
+  const std::vector<std::pair<std::string, std::string>>& pairs() const { return pairs_; }
+
+  bool has(std::string_view key) const;
+  // First value of `key`, if given.
+  std::optional<std::string_view> get(std::string_view key) const;
+  std::vector<std::string_view> get_all(std::string_view key) const;
+
+  // Every key must be in `known`; the error lists the known keys.
+  Result<void> check_keys(std::span<const ParamSpec> known) const;
+
+  // Typed getters: missing key -> default; bad value -> error naming device, key, value, range.
+  Result<std::uint64_t> get_uint(std::string_view key, std::uint64_t default_value, std::uint64_t min,
+                                 std::uint64_t max) const;
+  Result<bool> get_bool(std::string_view key, bool default_value) const;
+  std::string get_string(std::string_view key, std::string_view default_value) const;
+
+ private:
+  std::string text_;
+  std::string name_;
+  std::vector<std::pair<std::string, std::string>> pairs_;
+};
+
+// "size (uint, default 64): packet length" lines for help and error messages.
+std::string describe_params(std::span<const ParamSpec> params);
+
+}  // namespace ws

@@ -1,0 +1,52 @@
+// Lcores: the application's worker threads, each pinned to a set of CPUs. Parses DPDK's
+// `-l 0-3,5` lists and `--lcores '0@0,1@(2-3),(4-5)@6'` mappings, and launches functions on them.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "ws/core/result.hpp"
+
+namespace ws {
+
+inline constexpr unsigned max_lcores = 128;
+inline constexpr unsigned no_lcore = ~0u;
+
+struct LcoreConfig {
+  unsigned id = 0;
+  std::vector<unsigned> cpus;  // allowed CPUs
+};
+
+// The lcore the calling thread runs as, or no_lcore for threads that are not lcores.
+unsigned lcore_id() noexcept;
+// Marks the calling thread as lcore `id` (the main thread does this for the main lcore).
+void set_lcore_id(unsigned id) noexcept;
+
+// CPUs this process may run on (sched_getaffinity).
+std::vector<unsigned> available_cpus();
+
+// `-l` list: "0-3,5". Each lcore runs on the CPU of the same number, which must exist.
+Result<std::vector<LcoreConfig>> parse_lcore_list(std::string_view text);
+// `-c` hex mask: "0x3".
+Result<std::vector<LcoreConfig>> parse_core_mask(std::string_view text);
+// `--lcores` map: "0@0,1@0", "(0-1)@(0-1)", "2" (lcore 2 on CPU 2). CPUs must exist.
+Result<std::vector<LcoreConfig>> parse_lcore_map(std::string_view text);
+
+// Pin the calling thread to `cpus`.
+Result<void> pin_current_thread(const std::vector<unsigned>& cpus);
+
+// A worker thread running as one lcore. Joined on destruction.
+class LcoreThread {
+ public:
+  LcoreThread(const LcoreConfig& config, std::function<void()> body);
+  ~LcoreThread();
+  LcoreThread(LcoreThread&&) = default;
+  void join();
+
+ private:
+  std::thread thread_;
+};
+
+}  // namespace ws

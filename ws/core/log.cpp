@@ -1,0 +1,46 @@
+// Logging to stderr with the level as prefix.
+#include "ws/core/log.hpp"
+
+#include <array>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <mutex>
+
+namespace ws {
+namespace {
+
+std::atomic<int> current_level{static_cast<int>(LogLevel::notice)};
+constexpr std::array<std::string_view, 8> level_names = {"emerg", "alert", "crit", "err",
+                                                         "warning", "notice", "info", "debug"};
+
+}  // namespace
+
+void set_log_level(LogLevel level) { current_level.store(static_cast<int>(level), std::memory_order_relaxed); }
+
+LogLevel log_level() { return static_cast<LogLevel>(current_level.load(std::memory_order_relaxed)); }
+
+bool parse_log_level(std::string_view text, LogLevel& out) {
+  for (std::size_t i = 0; i < level_names.size(); ++i) {
+    if (text == level_names[i]) {
+      out = static_cast<LogLevel>(i);
+      return true;
+    }
+  }
+  if (text == "error") { out = LogLevel::err; return true; }
+  // DPDK numbers levels 1 (emerg) to 8 (debug).
+  int n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || end != text.data() + text.size() || n < 1 || n > 8) return false;
+  out = static_cast<LogLevel>(n - 1);
+  return true;
+}
+
+void log_line(LogLevel level, std::string_view line) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  std::fprintf(stderr, "%s: %.*s\n", level_names[static_cast<std::size_t>(level)].data(),
+               static_cast<int>(line.size()), line.data());
+}
+
+}  // namespace ws

@@ -1,0 +1,171 @@
+// Mbuf editing, freeing and cloning.
+#include "ws/core/mbuf.hpp"
+
+#include <new>
+
+namespace ws {
+namespace {
+
+// Give an indirect mbuf its own buffer back; drop its reference on the direct mbuf.
+void detach(Mbuf* mi) noexcept {
+  Mbuf* md = mi->direct;
+  mi->buf_addr = mi->own_buffer();
+  mi->buf_len = mi->own_buf_len;
+  mi->data_off = std::min<std::uint16_t>(mi->headroom_default, mi->buf_len);
+  mi->data_len = 0;
+  mi->direct = nullptr;
+  mi->ol_flags = 0;
+  // acq_rel: the last decrement must see every other holder's accesses to the buffer.
+  if (md->refcnt.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    md->next = nullptr;
+    md->nb_segs = 1;
+    md->refcnt.store(1, std::memory_order_relaxed);
+    md->pool->put(md);
+  }
+}
+
+}  // namespace
+
+Mbuf* mbuf_prefree_segment(Mbuf* m) noexcept {
+  // Sole owner: no atomic read-modify-write needed (DPDK's fast path too).
+  if (m->refcnt.load(std::memory_order_relaxed) != 1) {
+    // acq_rel: pairs with other holders' decrements so their buffer accesses happen first.
+    if (m->refcnt.fetch_sub(1, std::memory_order_acq_rel) != 1) return nullptr;
+    m->refcnt.store(1, std::memory_order_relaxed);
+  }
+  if (m->is_indirect()) detach(m);
+  if (m->next) {
+    m->next = nullptr;
+    m->nb_segs = 1;
+  }
+  return m;
+}
+
+void mbuf_free_bulk(std::span<Mbuf* const> pkts) noexcept {
+  constexpr std::size_t batch = 64;
+  void* pending[batch];
+  std::size_t n = 0;
+  Mempool* pool = nullptr;
+  for (Mbuf* m : pkts) {
+    while (m) {
+      Mbuf* next = m->next;
+      if (Mbuf* f = mbuf_prefree_segment(m)) {
+        if (f->pool != pool || n == batch) {
+          if (n) pool->put_bulk(std::span<void* const>(pending, n));
+          n = 0;
+          pool = f->pool;
+        }
+        pending[n++] = f;
+      }
+      m = next;
+    }
+  }
+  if (n) pool->put_bulk(std::span<void* const>(pending, n));
+}
+
+std::uint8_t* Mbuf::append(std::uint16_t len) noexcept {
+  Mbuf* last = last_segment();
+  if (len > last->tailroom()) return nullptr;
+  std::uint8_t* tail = last->data() + last->data_len;
+  last->data_len = static_cast<std::uint16_t>(last->data_len + len);
+  pkt_len += len;
+  return tail;
+}
+
+std::uint8_t* Mbuf::prepend(std::uint16_t len) noexcept {
+  if (len > data_off) return nullptr;
+  data_off = static_cast<std::uint16_t>(data_off - len);
+  data_len = static_cast<std::uint16_t>(data_len + len);
+  pkt_len += len;
+  return data();
+}
+
+std::uint8_t* Mbuf::adj(std::uint16_t len) noexcept {
+  if (len > data_len) return nullptr;
+  data_off = static_cast<std::uint16_t>(data_off + len);
+  data_len = static_cast<std::uint16_t>(data_len - len);
+  pkt_len -= len;
+  return data();
+}
+
+bool Mbuf::trim(std::uint16_t len) noexcept {
+  Mbuf* last = last_segment();
+  if (len > last->data_len) return false;
+  last->data_len = static_cast<std::uint16_t>(last->data_len - len);
+  pkt_len -= len;
+  return true;
+}
+
+bool Mbuf::chain(Mbuf* tail) noexcept {
+  if (std::uint32_t{nb_segs} + tail->nb_segs > 0xffff) return false;
+  last_segment()->next = tail;
+  nb_segs = static_cast<std::uint16_t>(nb_segs + tail->nb_segs);
+  pkt_len += tail->pkt_len;
+  tail->pkt_len = tail->data_len;
+  tail->nb_segs = 1;
+  return true;
+}
+
+Result<std::unique_ptr<PktmbufPool>> PktmbufPool::create(Arena& arena, const Options& o) {
+  if (o.data_room_bytes < mbuf_default_headroom)
+    return fail("mbuf pool '{}': data room {} is smaller than the headroom {}", o.name, o.data_room_bytes,
+                mbuf_default_headroom);
+  const std::uint32_t object_bytes = sizeof(Mbuf) + o.priv_bytes + o.data_room_bytes;
+  auto pool = Mempool::create(arena, {o.name, o.count, object_bytes, o.cache_size}, {});
+  if (!pool) return std::unexpected(pool.error());
+  Mempool& mp = **pool;
+  // Initialise every object as an mbuf. The ring already holds them; nobody has taken one yet.
+  for (std::uint32_t i = 0; i < mp.count(); ++i) {
+    auto* m = new (mp.object(i)) Mbuf{};
+    m->pool = &mp;
+    m->priv_size = o.priv_bytes;
+    m->own_buf_len = o.data_room_bytes;
+    m->headroom_default = mbuf_default_headroom;
+    m->buf_addr = m->own_buffer();
+    m->buf_len = o.data_room_bytes;
+    m->refcnt.store(1, std::memory_order_relaxed);
+    m->reset();
+  }
+  return std::unique_ptr<PktmbufPool>(new PktmbufPool(std::move(*pool), o.data_room_bytes));
+}
+
+Mbuf* PktmbufPool::clone(Mbuf* m) noexcept {
+  Mbuf* head = nullptr;
+  Mbuf* prev = nullptr;
+  for (Mbuf* seg = m; seg; seg = seg->next) {
+    Mbuf* mi = nullptr;
+    if (!raw_alloc_bulk(std::span<Mbuf*>(&mi, 1))) {
+      if (head) mbuf_free(head);
+      return nullptr;
+    }
+    Mbuf* md = seg->is_indirect() ? seg->direct : seg;
+    md->refcnt.fetch_add(1, std::memory_order_relaxed);  // the holder's reference keeps it alive
+    mi->buf_addr = seg->buf_addr;
+    mi->buf_len = seg->buf_len;
+    mi->data_off = seg->data_off;
+    mi->data_len = seg->data_len;
+    mi->direct = md;
+    mi->next = nullptr;
+    mi->nb_segs = 1;
+    mi->port = seg->port;
+    mi->ol_flags = (seg->ol_flags & ~mbuf_flag::indirect) | mbuf_flag::indirect;
+    mi->packet_type = seg->packet_type;
+    mi->vlan_tci = seg->vlan_tci;
+    mi->vlan_tci_outer = seg->vlan_tci_outer;
+    mi->rss_hash = seg->rss_hash;
+    mi->tx_offload = seg->tx_offload;
+    mi->pkt_len = seg->data_len;
+    if (prev) {
+      prev->next = mi;
+    } else {
+      head = mi;
+    }
+    prev = mi;
+  }
+  if (!head) return nullptr;
+  head->nb_segs = m->nb_segs;
+  head->pkt_len = m->pkt_len;
+  return head;
+}
+
+}  // namespace ws

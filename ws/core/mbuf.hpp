@@ -1,0 +1,191 @@
+// Mbuf: a packet buffer's metadata in two cache lines, followed in its pool object by an
+// optional private area and the data buffer (headroom + data room).
+//
+//   [ Mbuf 128 B | private area | headroom | data ... | tailroom ]
+//                               ^buf_addr  ^buf_addr + data_off
+//
+// Line 0 holds what RX and TX touch; line 1 the rest. A packet may be a chain of segments
+// (`next`, `nb_segs` and `pkt_len` on the first). A clone is an "indirect" mbuf pointing at a
+// direct mbuf's buffer, which stays alive through the direct mbuf's reference count.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "ws/core/mempool.hpp"
+
+namespace ws {
+
+// Offload and state flags (Mbuf::ol_flags).
+namespace mbuf_flag {
+inline constexpr std::uint64_t rx_vlan = 1ULL << 0;
+inline constexpr std::uint64_t rx_rss_hash = 1ULL << 1;
+inline constexpr std::uint64_t rx_ip_cksum_bad = 1ULL << 4;
+inline constexpr std::uint64_t rx_ip_cksum_good = 1ULL << 7;
+inline constexpr std::uint64_t rx_l4_cksum_bad = 1ULL << 3;
+inline constexpr std::uint64_t rx_l4_cksum_good = 1ULL << 8;
+inline constexpr std::uint64_t rx_vlan_stripped = 1ULL << 6;
+inline constexpr std::uint64_t tx_tcp_seg = 1ULL << 50;
+inline constexpr std::uint64_t tx_tcp_cksum = 1ULL << 52;
+inline constexpr std::uint64_t tx_udp_cksum = 3ULL << 52;
+inline constexpr std::uint64_t tx_l4_mask = 3ULL << 52;
+inline constexpr std::uint64_t tx_ip_cksum = 1ULL << 54;
+inline constexpr std::uint64_t tx_ipv4 = 1ULL << 55;
+inline constexpr std::uint64_t tx_ipv6 = 1ULL << 56;
+inline constexpr std::uint64_t tx_vlan = 1ULL << 57;
+inline constexpr std::uint64_t indirect = 1ULL << 62;  // buffer belongs to another mbuf
+}  // namespace mbuf_flag
+
+struct alignas(cache_line_bytes) Mbuf {
+  // ---- cache line 0: touched by RX and TX ----
+  std::uint8_t* buf_addr;              // start of the buffer (own, or the direct mbuf's)
+  std::uint16_t data_off;              // packet data starts at buf_addr + data_off
+  std::atomic<std::uint16_t> refcnt;   // 1 while one owner holds it; free mbufs hold 1
+  std::uint16_t nb_segs;               // segments in the chain (first segment only)
+  std::uint16_t port;                  // input port
+  std::uint64_t ol_flags;              // mbuf_flag::*
+  std::uint32_t packet_type;           // layer types, filled by parsers or drivers
+  std::uint32_t pkt_len;               // whole packet (first segment only)
+  std::uint16_t data_len;              // this segment
+  std::uint16_t vlan_tci;
+  std::uint32_t rss_hash;
+  std::uint16_t vlan_tci_outer;
+  std::uint16_t buf_len;               // bytes from buf_addr to the buffer's end
+  std::uint32_t reserved0;
+  std::uint64_t timestamp;
+  std::uint64_t user_data;
+
+  // ---- cache line 1: the rest ----
+  Mempool* pool;                       // the pool this mbuf returns to
+  Mbuf* next;                          // next segment
+  union {
+    std::uint64_t tx_offload;
+    struct {
+      std::uint64_t l2_len : 7;
+      std::uint64_t l3_len : 9;
+      std::uint64_t l4_len : 8;
+      std::uint64_t tso_segsz : 16;
+      std::uint64_t outer_l3_len : 9;
+      std::uint64_t outer_l2_len : 7;
+      std::uint64_t : 8;
+    };
+  };
+  Mbuf* direct;                        // for indirect mbufs: whose buffer we use
+  std::uint16_t priv_size;             // bytes between the Mbuf and its own buffer
+  std::uint16_t own_buf_len;           // length of this mbuf's own buffer
+  std::uint16_t headroom_default;      // data_off after reset
+  std::uint8_t reserved1[26];
+
+  // ---- data access ----
+  template <class T = std::uint8_t>
+  T* data() noexcept { return reinterpret_cast<T*>(buf_addr + data_off); }
+  template <class T = std::uint8_t>
+  const T* data() const noexcept { return reinterpret_cast<const T*>(buf_addr + data_off); }
+  std::uint8_t* own_buffer() noexcept { return reinterpret_cast<std::uint8_t*>(this + 1) + priv_size; }
+  std::uint16_t headroom() const noexcept { return data_off; }
+  std::uint16_t tailroom() const noexcept {
+    return static_cast<std::uint16_t>(buf_len - data_off - data_len);
+  }
+  bool is_indirect() const noexcept { return (ol_flags & mbuf_flag::indirect) != 0; }
+  Mbuf* last_segment() noexcept {
+    Mbuf* m = this;
+    while (m->next) m = m->next;
+    return m;
+  }
+
+  // ---- editing (on the first segment of a packet); nullptr / false when it does not fit ----
+  std::uint8_t* append(std::uint16_t len) noexcept;   // grow at the tail of the last segment
+  std::uint8_t* prepend(std::uint16_t len) noexcept;  // grow into the headroom
+  std::uint8_t* adj(std::uint16_t len) noexcept;      // drop len bytes from the front
+  bool trim(std::uint16_t len) noexcept;              // drop len bytes from the end (last segment)
+  bool chain(Mbuf* tail) noexcept;                    // append a packet as further segments
+
+  // Back to the state alloc hands out (length 0, one segment, default headroom). Direct mbufs only.
+  void reset() noexcept {
+    next = nullptr;
+    pkt_len = 0;
+    data_len = 0;
+    nb_segs = 1;
+    port = 0xffff;
+    ol_flags = 0;
+    packet_type = 0;
+    vlan_tci = 0;
+    vlan_tci_outer = 0;
+    tx_offload = 0;
+    data_off = headroom_default;
+  }
+};
+
+static_assert(sizeof(Mbuf) == 2 * cache_line_bytes, "Mbuf must be two cache lines");
+static_assert(offsetof(Mbuf, refcnt) < cache_line_bytes && offsetof(Mbuf, ol_flags) < cache_line_bytes &&
+                  offsetof(Mbuf, pkt_len) < cache_line_bytes && offsetof(Mbuf, data_len) < cache_line_bytes &&
+                  offsetof(Mbuf, rss_hash) < cache_line_bytes,
+              "RX/TX fields must sit in the first cache line");
+static_assert(offsetof(Mbuf, pool) == cache_line_bytes, "line 1 starts with the pool");
+static_assert(std::atomic<std::uint16_t>::is_always_lock_free);
+
+inline constexpr std::uint16_t mbuf_default_headroom = 128;
+inline constexpr std::uint16_t mbuf_default_data_room = 2048 + mbuf_default_headroom;  // as DPDK
+inline constexpr std::uint16_t mbuf_max_burst = 512;
+
+// Decide whether the last reference to segment `m` is being dropped; if so, detach it (for an
+// indirect mbuf, which may in turn free the direct one) and return it ready for its pool.
+Mbuf* mbuf_prefree_segment(Mbuf* m) noexcept;
+
+// Free a whole packet (every segment, honouring reference counts). Lock-free.
+inline void mbuf_free(Mbuf* m) noexcept {
+  while (m) {
+    Mbuf* next = m->next;
+    if (Mbuf* f = mbuf_prefree_segment(m)) f->pool->put(f);
+    m = next;
+  }
+}
+
+// Free many packets, returning segments to their pools in bulk. Lock-free.
+void mbuf_free_bulk(std::span<Mbuf* const> pkts) noexcept;
+
+// A pool of mbufs: Mempool objects initialised as Mbufs with their buffers.
+class PktmbufPool {
+ public:
+  struct Options {
+    std::string name = "mbuf_pool";
+    std::uint32_t count = 8192;
+    std::uint32_t cache_size = 250;
+    std::uint16_t data_room_bytes = mbuf_default_data_room;  // headroom included
+    std::uint16_t priv_bytes = 0;
+  };
+  static Result<std::unique_ptr<PktmbufPool>> create(Arena& arena, const Options& options);
+
+  // Allocate and reset n mbufs, all or none. Lock-free (see Mempool).
+  bool alloc_bulk(std::span<Mbuf*> out) noexcept {
+    if (!raw_alloc_bulk(out)) return false;
+    for (Mbuf* m : out) m->reset();
+    return true;
+  }
+  Mbuf* alloc() noexcept {
+    Mbuf* m = nullptr;
+    return alloc_bulk(std::span<Mbuf*>(&m, 1)) ? m : nullptr;
+  }
+  // Allocate without reset: next == nullptr, nb_segs == 1 and refcnt == 1 hold for every free
+  // mbuf; other fields are whatever the last user left.
+  bool raw_alloc_bulk(std::span<Mbuf*> out) noexcept {
+    return pool_->get_bulk(std::span<void*>(reinterpret_cast<void**>(out.data()), out.size()));
+  }
+
+  // Clone packet `m`: a chain of indirect mbufs from this pool sharing m's buffers.
+  Mbuf* clone(Mbuf* m) noexcept;
+
+  Mempool& mempool() noexcept { return *pool_; }
+  const Mempool& mempool() const noexcept { return *pool_; }
+  std::uint32_t in_use() const noexcept { return pool_->in_use(); }
+  std::uint16_t data_room_bytes() const noexcept { return data_room_; }
+
+ private:
+  PktmbufPool(std::unique_ptr<Mempool> pool, std::uint16_t data_room) : pool_(std::move(pool)), data_room_(data_room) {}
+  std::unique_ptr<Mempool> pool_;
+  std::uint16_t data_room_;
+};
+
+}  // namespace ws

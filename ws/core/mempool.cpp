@@ -1,0 +1,63 @@
+// Mempool creation and audit.
+#include "ws/core/mempool.hpp"
+
+#include <bit>
+
+namespace ws {
+
+Result<std::unique_ptr<Mempool>> Mempool::create(Arena& arena, const MempoolOptions& o,
+                                                 const std::function<void(void*, std::uint32_t)>& init) {
+  if (o.count == 0) return fail("mempool '{}': object count must be > 0", o.name);
+  if (o.object_bytes == 0) return fail("mempool '{}': object size must be > 0", o.name);
+  if (o.cache_size > mempool_cache_max)
+    return fail("mempool '{}': cache size {} is over the maximum {}", o.name, o.cache_size, mempool_cache_max);
+  if (o.cache_size > o.count)
+    return fail("mempool '{}': cache size {} is larger than the pool ({} objects)", o.name, o.cache_size, o.count);
+  MempoolOptions rounded = o;
+  rounded.object_bytes = static_cast<std::uint32_t>((o.object_bytes + cache_line_bytes - 1) & ~(cache_line_bytes - 1));
+  auto mem = arena.allocate(std::size_t{rounded.count} * rounded.object_bytes, cache_line_bytes,
+                            fmt::format("mempool '{}' ({} objects of {} bytes)", o.name, o.count, rounded.object_bytes));
+  if (!mem) return std::unexpected(mem.error());
+  auto ring = Ring<void*>::create(o.name, {std::bit_ceil(rounded.count), Sync::multi, Sync::multi});
+  if (!ring) return std::unexpected(ring.error());
+  auto pool = std::unique_ptr<Mempool>(new Mempool(rounded, static_cast<std::byte*>(*mem), std::move(*ring)));
+  for (std::uint32_t i = 0; i < pool->count_; ++i) {
+    void* obj = pool->object(i);
+    if (init) init(obj, i);
+    pool->ring_->enqueue(obj);
+  }
+  return pool;
+}
+
+Mempool::Mempool(const MempoolOptions& o, std::byte* base, std::unique_ptr<Ring<void*>> ring)
+    : name_(o.name),
+      count_(o.count),
+      object_bytes_(o.object_bytes),
+      cache_size_(o.cache_size),
+      flush_threshold_(o.cache_size * 3 / 2),
+      base_(base),
+      ring_(std::move(ring)),
+      caches_(new Cache[max_lcores]) {}
+
+std::uint32_t Mempool::in_use() const noexcept {
+  std::uint32_t free = ring_->count();
+  for (unsigned i = 0; i < max_lcores; ++i) free += caches_[i].len;
+  return count_ - free;
+}
+
+void Mempool::flush_caches() noexcept {
+  for (unsigned i = 0; i < max_lcores; ++i) {
+    Cache& c = caches_[i];
+    ring_->enqueue_bulk(std::span<void* const>(c.objs.data(), c.len));
+    c.len = 0;
+  }
+}
+
+bool Mempool::owns(const void* p) const noexcept {
+  const auto* b = static_cast<const std::byte*>(p);
+  if (b < base_) return false;
+  const std::size_t off = static_cast<std::size_t>(b - base_);
+  return off < std::size_t{count_} * object_bytes_ && off % object_bytes_ == 0;
+}
+
+}  // namespace ws

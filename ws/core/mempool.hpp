@@ -1,0 +1,114 @@
+// Mempool: a fixed number of fixed-size objects carved from an Arena, handed out and taken back
+// in bulk through a per-lcore cache in front of a shared multi-producer/multi-consumer ring.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "ws/core/arena.hpp"
+#include "ws/core/lcore.hpp"
+#include "ws/core/ring.hpp"
+
+namespace ws {
+
+inline constexpr std::uint32_t mempool_cache_max = 512;
+
+struct MempoolOptions {
+  std::string name = "pool";
+  std::uint32_t count = 0;        // objects
+  std::uint32_t object_bytes = 0; // rounded up to a cache line
+  std::uint32_t cache_size = 250; // per lcore, <= mempool_cache_max; 0 disables the cache
+};
+
+class Mempool {
+ public:
+  // Creates the pool; `init` runs once per object (control path) before it is first handed out.
+  static Result<std::unique_ptr<Mempool>> create(Arena& arena, const MempoolOptions& options,
+                                                 const std::function<void(void*, std::uint32_t index)>& init = {});
+
+  // Get exactly out.size() objects or none; true on success. Lock-free; an lcore uses its own
+  // cache, other threads go to the ring directly.
+  bool get_bulk(std::span<void*> out) noexcept {
+    const unsigned lcore = lcore_id();
+    const auto n = static_cast<std::uint32_t>(out.size());
+    if (lcore >= max_lcores || n > cache_size_) [[unlikely]]
+      return ring_->dequeue_bulk(out) == n;
+    Cache& c = caches_[lcore];
+    if (c.len < n) {
+      // Refill to the cache size plus what this call takes.
+      const std::uint32_t want = n + cache_size_ - c.len;
+      if (ring_->dequeue_bulk(std::span<void*>(&c.objs[c.len], want)) == want) {
+        c.len += want;
+      } else if (c.len < n) {
+        return ring_->dequeue_bulk(out) == n;
+      }
+    }
+    // Hand out the most recently returned objects first: they are the warmest.
+    void** top = &c.objs[c.len];
+    for (std::uint32_t i = 0; i < n; ++i) out[i] = *--top;
+    c.len -= n;
+    return true;
+  }
+
+  // Return objects to the pool. Lock-free; same cache rules as get_bulk.
+  void put_bulk(std::span<void* const> objs) noexcept {
+    const unsigned lcore = lcore_id();
+    const auto n = static_cast<std::uint32_t>(objs.size());
+    if (lcore >= max_lcores || n > flush_threshold_) [[unlikely]] {
+      ring_->enqueue_bulk(objs);  // always fits: the ring holds every object
+      return;
+    }
+    Cache& c = caches_[lcore];
+    if (c.len + n > flush_threshold_) {
+      // As DPDK: flush the whole cache to the ring and keep only the objects just returned.
+      ring_->enqueue_bulk(std::span<void* const>(c.objs.data(), c.len));
+      c.len = 0;
+    }
+    std::memcpy(&c.objs[c.len], objs.data(), n * sizeof(void*));
+    c.len += n;
+  }
+
+  void* get() noexcept {
+    void* obj = nullptr;
+    return get_bulk(std::span<void*>(&obj, 1)) ? obj : nullptr;
+  }
+  void put(void* obj) noexcept { put_bulk(std::span<void* const>(&obj, 1)); }
+
+  // Objects handed out and not returned. Exact only when no lcore is using the pool.
+  std::uint32_t in_use() const noexcept;
+  // Objects available (ring plus caches). Same caveat.
+  std::uint32_t available() const noexcept { return count_ - in_use(); }
+  // Move every lcore's cached objects back to the ring (control path, pool quiescent).
+  void flush_caches() noexcept;
+
+  std::uint32_t count() const { return count_; }
+  std::uint32_t object_bytes() const { return object_bytes_; }
+  std::uint32_t cache_size() const { return cache_size_; }
+  const std::string& name() const { return name_; }
+  // True when `p` points at the start of one of this pool's objects.
+  bool owns(const void* p) const noexcept;
+  // The object with index i (0 <= i < count).
+  void* object(std::uint32_t i) const noexcept { return base_ + std::size_t{i} * object_bytes_; }
+
+ private:
+  struct alignas(cache_line_bytes) Cache {
+    std::uint32_t len = 0;
+    std::array<void*, mempool_cache_max * 2> objs{};
+  };
+
+  Mempool(const MempoolOptions& o, std::byte* base, std::unique_ptr<Ring<void*>> ring);
+
+  std::string name_;
+  std::uint32_t count_;
+  std::uint32_t object_bytes_;
+  std::uint32_t cache_size_;
+  std::uint32_t flush_threshold_;  // 1.5 x cache size, as DPDK
+  std::byte* base_;
+  std::unique_ptr<Ring<void*>> ring_;
+  std::unique_ptr<Cache[]> caches_;  // indexed by lcore id
+};
+
+}  // namespace ws

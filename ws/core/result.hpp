@@ -1,0 +1,30 @@
+// Errors for the control path: Result<T> is std::expected<T, Error>, the message says what a
+// user can act on (device, key, value, what was expected). The hot path never uses it.
+#pragma once
+#include <expected>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace ws {
+
+struct Error {
+  std::string message;
+};
+
+template <class T = void>
+using Result = std::expected<T, Error>;
+
+// Build an error with fmt-style formatting: `return fail("{}: key '{}' ...", dev, key);`
+template <class... Args>
+std::unexpected<Error> fail(fmt::format_string<Args...> format, Args&&... args) {
+  return std::unexpected(Error{fmt::format(format, std::forward<Args>(args)...)});
+}
+
+// Prefix an error with context: `return prefix_error(r, "port 0")` -> "port 0: <message>".
+inline std::unexpected<Error> with_context(const Error& e, std::string_view context) {
+  return std::unexpected(Error{fmt::format("{}: {}", context, e.message)});
+}
+
+}  // namespace ws

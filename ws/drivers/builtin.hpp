@@ -1,0 +1,9 @@
+// The drivers wirespeed ships, registered explicitly (no static constructors).
+#pragma once
+#include "ws/port/driver.hpp"
+
+namespace ws {
+
+void register_builtin_drivers(DriverRegistry& registry);
+
+}  // namespace ws

@@ -1,0 +1,43 @@
+// net_ring hot path: RX dequeues mbuf pointers from a ring, TX enqueues them; no copies.
+#pragma once
+#include "ws/core/mbuf.hpp"
+#include "ws/core/ring.hpp"
+#include "ws/port/port.hpp"
+
+namespace ws::ring_pmd {
+
+using MbufRing = Ring<Mbuf*>;
+
+struct alignas(cache_line_bytes) RxQueue : QueueBase {
+  MbufRing* ring = nullptr;
+  RxQueueCounters counters;
+
+  std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    const auto got = static_cast<std::uint16_t>(ring->dequeue_burst(std::span<Mbuf*>(pkts, n)));
+    std::uint64_t bytes = 0;
+    for (std::uint16_t i = 0; i < got; ++i) bytes += pkts[i]->pkt_len;
+    counters.packets.add(got);
+    counters.bytes.add(bytes);
+    return got;
+  }
+};
+
+struct alignas(cache_line_bytes) TxQueue : QueueBase {
+  MbufRing* ring = nullptr;
+  TxQueueCounters counters;
+
+  std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    std::uint64_t bytes = 0;
+    for (std::uint16_t i = 0; i < n; ++i) bytes += pkts[i]->pkt_len;
+    const auto sent = static_cast<std::uint16_t>(ring->enqueue_burst(std::span<Mbuf* const>(pkts, n)));
+    if (sent < n) [[unlikely]] {
+      for (std::uint16_t i = sent; i < n; ++i) bytes -= pkts[i]->pkt_len;
+      counters.full.add(n - sent);
+    }
+    counters.packets.add(sent);
+    counters.bytes.add(bytes);
+    return sent;
+  }
+};
+
+}  // namespace ws::ring_pmd

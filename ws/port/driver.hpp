@@ -1,0 +1,45 @@
+// Driver: makes ports from device strings. DriverRegistry holds the drivers an application
+// registered explicitly (ws/drivers/builtin.cpp registers ours) and resolves "net_null0,size=64".
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ws/core/arena.hpp"
+#include "ws/core/devargs.hpp"
+#include "ws/port/port.hpp"
+
+namespace ws {
+
+// What a driver may use from the application when it creates a port.
+struct PortEnv {
+  Arena* arena = nullptr;         // shareable memory (virtio-user maps it to the backend)
+  unsigned lcore_count = 1;
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // DPDK's name: "net_null", "net_ring", "net_vhost", "virtio_user" ...
+  virtual std::string_view name() const = 0;
+  virtual std::span<const ParamSpec> params() const = 0;
+  // Creates a port; args.name() is the device name ("net_null0"). Unknown keys were refused.
+  virtual Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv& env) = 0;
+};
+
+class DriverRegistry {
+ public:
+  void add(std::unique_ptr<Driver> driver);
+  // The driver whose name is the longest prefix of the device name.
+  Driver* find_for_device(std::string_view device_name) const;
+  // Parses `device`, finds its driver, checks keys, creates the port.
+  Result<std::unique_ptr<Port>> create_port(std::string_view device, const PortEnv& env) const;
+  std::vector<std::string_view> names() const;
+
+ private:
+  std::vector<std::unique_ptr<Driver>> drivers_;
+};
+
+}  // namespace ws

@@ -1,0 +1,162 @@
+// Port: one network device. Control operations are virtual and run on the control thread; the
+// data path (rx_burst/tx_burst) is one indirect call per burst through a flat table of
+// {function, queue} filled when the port starts.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ws/core/mbuf.hpp"
+#include "ws/core/result.hpp"
+#include "ws/net/ether.hpp"
+#include "ws/port/stats.hpp"
+
+namespace ws {
+
+inline constexpr std::uint16_t port_max_queues = 64;
+
+// Base of every driver queue; the burst table holds pointers to it.
+struct QueueBase {};
+
+// A driver RX queue type: q.rx_burst(Mbuf** pkts, uint16_t n) -> received count.
+template <class Q>
+concept RxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts, std::uint16_t n) {
+  { q.rx_burst(pkts, n) } noexcept -> std::same_as<std::uint16_t>;
+};
+// A driver TX queue type: q.tx_burst(Mbuf** pkts, uint16_t n) -> count taken (the rest stays
+// with the caller).
+template <class Q>
+concept TxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts, std::uint16_t n) {
+  { q.tx_burst(pkts, n) } noexcept -> std::same_as<std::uint16_t>;
+};
+
+using BurstFn = std::uint16_t (*)(QueueBase*, Mbuf**, std::uint16_t) noexcept;
+
+struct BurstEntry {
+  BurstFn fn = nullptr;
+  QueueBase* queue = nullptr;
+};
+
+template <RxQueue Q>
+std::uint16_t rx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
+  return static_cast<Q*>(q)->rx_burst(pkts, n);
+}
+template <TxQueue Q>
+std::uint16_t tx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
+  return static_cast<Q*>(q)->tx_burst(pkts, n);
+}
+
+struct PortConfig {
+  std::uint16_t rx_queues = 1;
+  std::uint16_t tx_queues = 1;
+};
+
+struct RxQueueConfig {
+  std::uint16_t descriptors = 0;  // 0: driver default
+  PktmbufPool* pool = nullptr;
+};
+
+struct TxQueueConfig {
+  std::uint16_t descriptors = 0;
+};
+
+struct LinkStatus {
+  bool up = false;
+  std::uint32_t speed_mbps = 0;
+  bool full_duplex = true;
+};
+
+struct PortInfo {
+  std::string driver;
+  std::uint16_t max_rx_queues = 1;
+  std::uint16_t max_tx_queues = 1;
+  std::uint16_t min_descriptors = 0;
+  std::uint16_t max_descriptors = 0;
+};
+
+class Port {
+ public:
+  Port(std::string name, std::string driver) : name_(std::move(name)), driver_(std::move(driver)) {}
+  virtual ~Port() = default;
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  // ---- data path: lock-free; a queue is polled by one lcore at a time ----
+  std::uint16_t rx_burst(std::uint16_t queue, Mbuf** pkts, std::uint16_t n) noexcept {
+    const BurstEntry& e = rx_table_[queue];
+    return e.fn(e.queue, pkts, n);
+  }
+  std::uint16_t tx_burst(std::uint16_t queue, Mbuf** pkts, std::uint16_t n) noexcept {
+    const BurstEntry& e = tx_table_[queue];
+    return e.fn(e.queue, pkts, n);
+  }
+
+  // ---- control path: control thread only, never while lcores poll this port ----
+  // Sets queue counts (validated against info()); discards existing queues.
+  Result<void> configure(const PortConfig& config);
+  virtual Result<void> setup_rx_queue(std::uint16_t queue, const RxQueueConfig& config) = 0;
+  virtual Result<void> setup_tx_queue(std::uint16_t queue, const TxQueueConfig& config) = 0;
+  // Starts the device; every configured queue must be set up. Fills the burst tables.
+  Result<void> start();
+  // Stops the device; queues keep their mbufs until release_mbufs() or destruction.
+  void stop();
+  // Returns every mbuf the driver holds (in queues, rings) to its pool. Port stopped.
+  virtual void release_mbufs() {}
+
+  virtual PortInfo info() const = 0;
+  PortStats stats() const;  // driver counters minus the last reset_stats() snapshot. Any thread.
+  void reset_stats();
+  virtual std::vector<XStat> xstats() const;
+  virtual LinkStatus link() const { return {started_, 10000, true}; }
+  virtual MacAddress mac() const { return mac_; }
+  virtual Result<void> set_promiscuous(bool on) { promiscuous_ = on; return {}; }
+  bool promiscuous() const { return promiscuous_; }
+
+  const std::string& name() const { return name_; }
+  const std::string& driver_name() const { return driver_; }
+  std::uint16_t id() const { return id_; }
+  void set_id(std::uint16_t id) { id_ = id; }
+  bool started() const { return started_; }
+  const PortConfig& config() const { return config_; }
+
+ protected:
+  // Drivers implement these; the base class keeps state and the burst table consistent.
+  virtual Result<void> do_configure(const PortConfig&) { return {}; }
+  virtual Result<void> do_start() = 0;
+  virtual void do_stop() {}
+  // Raw driver counters since creation.
+  virtual PortStats read_stats() const = 0;
+
+  // Called by do_start() for every queue.
+  template <RxQueue Q>
+  void publish_rx(std::uint16_t queue, Q* q) {
+    rx_table_[queue] = {&rx_trampoline<Q>, q};
+  }
+  template <TxQueue Q>
+  void publish_tx(std::uint16_t queue, Q* q) {
+    tx_table_[queue] = {&tx_trampoline<Q>, q};
+  }
+  // Helpers for drivers summing their queues' counters.
+  static void add_rx(PortStats& s, const RxQueueCounters& c);
+  static void add_tx(PortStats& s, const TxQueueCounters& c);
+
+  MacAddress mac_{};
+
+ private:
+  std::string name_;
+  std::string driver_;
+  std::uint16_t id_ = 0;
+  bool started_ = false;
+  bool promiscuous_ = true;
+  PortConfig config_{};
+  PortStats baseline_{};
+  std::vector<BurstEntry> rx_table_;
+  std::vector<BurstEntry> tx_table_;
+};
+
+// An RX/TX burst function for queues that are not ready: receives and takes nothing.
+std::uint16_t idle_burst(QueueBase*, Mbuf**, std::uint16_t) noexcept;
+
+}  // namespace ws
