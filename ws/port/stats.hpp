@@ -16,6 +16,8 @@ class Counter {
     value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
   std::uint64_t read() const noexcept { return value_.load(std::memory_order_relaxed); }
+  // Only while the writer is not running (control path).
+  void reset() noexcept { value_.store(0, std::memory_order_relaxed); }
 
  private:
   std::atomic<std::uint64_t> value_{0};

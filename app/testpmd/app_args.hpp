@@ -1,0 +1,53 @@
+// The application half of a dpdk-testpmd command line (after "--"): forwarding mode, cores,
+// queues, bursts, packet shapes, stats and run control. Names and defaults follow dpdk-testpmd.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ws/core/result.hpp"
+#include "ws/net/ether.hpp"
+
+namespace ws::testpmd {
+
+inline constexpr std::uint16_t max_burst = 512;  // dpdk-testpmd's MAX_PKT_BURST
+inline constexpr std::uint16_t max_tx_segments = 8;
+
+enum class Topology { paired, chained, loop };
+
+struct AppOptions {
+  std::string forward_mode = "io";
+  unsigned nb_cores = 1;
+  std::optional<unsigned> nb_ports;
+  std::uint16_t rxq = 1;
+  std::uint16_t txq = 1;
+  std::uint16_t rxd = 0;  // 0: driver default
+  std::uint16_t txd = 0;
+  std::uint16_t burst = 32;
+  std::uint32_t mbcache = 250;
+  std::uint32_t total_num_mbufs = 0;  // 0: computed as dpdk-testpmd does
+  std::uint16_t mbuf_size = 2176;     // data room incl. headroom (--mbuf-size)
+  std::vector<std::uint16_t> txpkts = {64};
+  std::uint16_t flowgen_clones = 0;
+  std::uint32_t flowgen_flows = 1024;
+  std::map<std::uint16_t, MacAddress> eth_peers;
+  Topology topology = Topology::paired;
+  unsigned stats_period_s = 0;
+  bool auto_start = false;
+  unsigned tx_first = 0;  // bursts per stream sent before forwarding starts (0: off)
+  bool interactive = false;
+  std::string cmdline_file;
+  double duration_s = 0;  // 0: until signal / quit
+  std::string summary_json;
+  bool record_core_cycles = false;
+};
+
+Result<AppOptions> parse_app_args(std::span<const std::string> args);
+std::string app_usage();
+// Names of the forwarding modes this build has ("io", "mac", ...).
+std::span<const std::string_view> forward_mode_names();
+
+}  // namespace ws::testpmd

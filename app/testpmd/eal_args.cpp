@@ -1,0 +1,164 @@
+// EAL option parsing.
+#include "app/testpmd/eal_args.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+
+namespace ws::testpmd {
+namespace {
+
+// Splits "--opt=value" or takes the next argument as the value.
+struct ArgCursor {
+  std::span<const std::string> args;
+  std::size_t i = 0;
+
+  bool done() const { return i >= args.size(); }
+  std::optional<Error> error;  // set when an option is missing its value
+
+  // If args[i] is `name` or `name=...`, consume it (and its value) into `value`.
+  bool take(std::string_view name, std::string& value, bool has_value = true) {
+    const std::string& a = args[i];
+    if (a == name) {
+      if (!has_value) {
+        ++i;
+        return true;
+      }
+      if (i + 1 >= args.size()) {
+        error = Error{fmt::format("option {} needs a value", name)};
+        return false;
+      }
+      value = args[i + 1];
+      i += 2;
+      return true;
+    }
+    if (has_value && a.size() > name.size() && a.starts_with(name) && a[name.size()] == '=') {
+      value = a.substr(name.size() + 1);
+      ++i;
+      return true;
+    }
+    // Short options may be glued to their value: -l0-1
+    if (has_value && name.size() == 2 && name[0] == '-' && name[1] != '-' && a.size() > 2 && a.starts_with(name)) {
+      value = a.substr(2);
+      ++i;
+      return true;
+    }
+    return false;
+  }
+};
+
+Result<std::size_t> parse_size(std::string_view option, std::string_view v) {
+  std::size_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc{} || end != v.data() + v.size())
+    return fail("{} '{}': expected a number of megabytes", option, v);
+  return n;
+}
+
+// --socket-mem 1024,0 -> total across sockets (our arena is not per socket).
+Result<std::size_t> parse_socket_mem(std::string_view v) {
+  std::size_t total = 0;
+  while (!v.empty()) {
+    const auto comma = v.find(',');
+    auto n = parse_size("--socket-mem", v.substr(0, comma));
+    if (!n) return n;
+    total += *n;
+    v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+  }
+  return total;
+}
+
+// Options whose effect we provide by construction; accepting them keeps scripts unchanged.
+constexpr std::string_view satisfied_flags[] = {
+    "--no-pci",               // there is no PCI bus: every port is a virtual device
+    "--in-memory",            // we create no runtime files
+    "--single-file-segments", // the arena is always a single memfd
+    "--no-shconf", "--no-telemetry", "--no-hpet", "--legacy-mem",
+};
+constexpr std::string_view satisfied_with_value[] = {
+    "-n",              // memory channels: a placement hint for hardware we do not use
+    "--huge-dir",      // hugetlb comes from memfd, no mount needed
+    "--iova-mode",     // IOVA is always the virtual address
+    "--proc-type",     // only primary processes exist
+    "--socket-limit",
+};
+
+}  // namespace
+
+std::string eal_usage() {
+  return "EAL options: -l LIST | -c MASK | --lcores MAP, --main-lcore N, --vdev DEVICE (repeatable), --no-huge, "
+         "-m MB | --socket-mem MB[,MB], --file-prefix NAME, --log-level LEVEL, and accepted for compatibility: "
+         "--no-pci, --in-memory, --single-file-segments, -n N, --huge-dir DIR, --iova-mode M";
+}
+
+Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
+  EalOptions o;
+  bool lcores_set = false;
+  bool main_set = false;
+  ArgCursor c{args, 0, std::nullopt};
+  std::string v;
+  auto set_lcores = [&](Result<std::vector<LcoreConfig>> r) -> Result<bool> {
+    if (!r) return std::unexpected(r.error());
+    if (lcores_set) return fail("lcores given twice: use one of -l, -c, --lcores");
+    o.lcores = std::move(*r);
+    lcores_set = true;
+    return true;
+  };
+  while (!c.done()) {
+    const std::string arg = args[c.i];
+    if (c.take("-l", v)) {
+      if (auto r = set_lcores(parse_lcore_list(v)); !r) return std::unexpected(r.error());
+    } else if (c.take("--lcores", v)) {
+      if (auto r = set_lcores(parse_lcore_map(v)); !r) return std::unexpected(r.error());
+    } else if (c.take("-c", v)) {
+      if (auto r = set_lcores(parse_core_mask(v)); !r) return std::unexpected(r.error());
+    } else if (c.take("--main-lcore", v)) {
+      auto n = parse_size("--main-lcore", v);
+      if (!n) return std::unexpected(n.error());
+      o.main_lcore = static_cast<unsigned>(*n);
+      main_set = true;
+    } else if (c.take("--vdev", v)) {
+      o.vdevs.push_back(v);
+    } else if (c.take("--no-huge", v, false)) {
+      o.huge = HugePolicy::never;
+    } else if (c.take("-m", v)) {
+      auto n = parse_size("-m", v);
+      if (!n) return std::unexpected(n.error());
+      o.memory_mb = *n;
+    } else if (c.take("--socket-mem", v)) {
+      auto n = parse_socket_mem(v);
+      if (!n) return std::unexpected(n.error());
+      o.memory_mb = *n;
+    } else if (c.take("--file-prefix", v)) {
+      if (v.empty() || v.find('/') != std::string::npos)
+        return fail("--file-prefix '{}': expected a non-empty name without '/'", v);
+      o.file_prefix = v;
+    } else if (c.take("--log-level", v)) {
+      // DPDK also takes "pattern:level"; the level after the last ':' applies to us.
+      const std::string_view level = std::string_view(v).substr(v.rfind(':') == std::string::npos ? 0 : v.rfind(':') + 1);
+      if (!parse_log_level(level, o.log_level))
+        return fail("--log-level '{}': expected a level 1-8 or emerg|alert|crit|err|warning|notice|info|debug", v);
+    } else if (std::find(std::begin(satisfied_flags), std::end(satisfied_flags), arg) != std::end(satisfied_flags)) {
+      ++c.i;
+    } else if (auto it = std::find_if(std::begin(satisfied_with_value), std::end(satisfied_with_value),
+                                      [&](std::string_view n) { return arg == n || arg.starts_with(std::string(n) + "="); });
+               it != std::end(satisfied_with_value)) {
+      c.take(*it, v);
+    } else if (!c.error) {
+      return fail("unsupported EAL option '{}' ({})", arg, eal_usage());
+    }
+    if (c.error) return std::unexpected(*c.error);
+  }
+  if (!lcores_set) {
+    // DPDK's default: every CPU we may run on.
+    for (unsigned cpu : available_cpus()) o.lcores.push_back({cpu, {cpu}});
+  }
+  if (!main_set) {
+    o.main_lcore = o.lcores.front().id;
+  } else if (std::none_of(o.lcores.begin(), o.lcores.end(), [&](const LcoreConfig& l) { return l.id == o.main_lcore; })) {
+    return fail("--main-lcore {}: not one of the lcores given", o.main_lcore);
+  }
+  return o;
+}
+
+}  // namespace ws::testpmd

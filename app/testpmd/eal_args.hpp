@@ -1,0 +1,29 @@
+// The EAL half of a dpdk-testpmd command line (everything before "--"): lcores, virtual
+// devices, memory. Same option names and meanings as DPDK's EAL.
+#pragma once
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ws/core/arena.hpp"
+#include "ws/core/lcore.hpp"
+#include "ws/core/log.hpp"
+#include "ws/core/result.hpp"
+
+namespace ws::testpmd {
+
+struct EalOptions {
+  std::vector<LcoreConfig> lcores;  // the first (or --main-lcore) is the main lcore
+  unsigned main_lcore = 0;
+  std::vector<std::string> vdevs;
+  HugePolicy huge = HugePolicy::automatic;
+  std::size_t memory_mb = 0;        // 0: sized from the pools
+  std::string file_prefix = "rte";
+  LogLevel log_level = LogLevel::notice;
+};
+
+// Parses args (without argv[0]). Errors name the option, the value and what is accepted.
+Result<EalOptions> parse_eal_args(std::span<const std::string> args);
+std::string eal_usage();
+
+}  // namespace ws::testpmd

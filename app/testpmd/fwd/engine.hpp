@@ -1,0 +1,133 @@
+// Forwarding engines: a stream is (RX port, queue) -> (TX port, queue); each forwarding lcore
+// polls its streams in a loop compiled per engine, so the engine's per-burst function is
+// inlined and the only indirect calls are the ports' burst functions.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ws/core/cpu.hpp"
+#include "ws/core/mbuf.hpp"
+#include "ws/net/ether.hpp"
+#include "ws/port/port.hpp"
+
+namespace ws::testpmd {
+
+inline constexpr std::size_t max_ports = 64;
+inline constexpr std::uint16_t max_burst_slots = 512;  // dpdk-testpmd's MAX_PKT_BURST
+inline constexpr std::size_t udp_header_bytes = 42;    // Ethernet + IPv4 + UDP
+
+// Read-only while forwarding runs.
+struct FwdConfig {
+  std::uint16_t burst = 32;
+  std::vector<std::uint16_t> txpkts = {64};
+  std::uint32_t tx_pkt_length = 64;
+  std::uint16_t flowgen_clones = 0;
+  std::uint32_t flowgen_flows = 1024;
+  std::array<MacAddress, max_ports> port_mac{};  // our ports' addresses
+  std::array<MacAddress, max_ports> peer_mac{};  // --eth-peer, default 02:00:00:00:00:<port>
+};
+
+struct alignas(cache_line_bytes) Stream {
+  // Set up by the control thread before forwarding starts; read-only afterwards.
+  Port* rx_port = nullptr;
+  Port* tx_port = nullptr;
+  std::uint16_t rx_queue = 0;
+  std::uint16_t tx_queue = 0;
+  std::uint16_t rx_port_id = 0;
+  std::uint16_t tx_port_id = 0;
+  PktmbufPool* pool = nullptr;
+  const FwdConfig* config = nullptr;
+  std::uint32_t next_flow = 0;  // flowgen state, owned by the polling lcore
+  std::array<std::uint8_t, udp_header_bytes> udp_header{};  // txonly's frame header for tx_port
+
+  // Written by the polling lcore only (Counter: single writer, any reader).
+  // Accounting: rx_packets + generated == tx_packets + fwd_dropped + consumed.
+  alignas(cache_line_bytes) Counter rx_packets;
+  Counter tx_packets;
+  Counter fwd_dropped;  // taken from RX or generated, not accepted by TX, freed
+  Counter generated;    // built by txonly/flowgen
+  Counter consumed;     // received and freed on purpose (rxonly, flowgen's RX side)
+  Counter busy_cycles;  // --record-core-cycles: TSC cycles in bursts that moved packets
+  Counter busy_bursts;
+};
+
+struct FwdLcore {
+  unsigned lcore_id = 0;
+  std::vector<Stream*> streams;
+  std::atomic<bool> stop{false};  // set by the control thread; polled relaxed each round
+  bool record_cycles = false;
+};
+
+// One burst of an engine on one stream; returns the packets it handled (for cycle records).
+using ForwardFn = std::uint16_t (*)(Stream&) noexcept;
+using LcoreLoopFn = void (*)(FwdLcore&);
+
+struct Engine {
+  std::string_view name;
+  LcoreLoopFn loop;        // runs until FwdLcore::stop
+  ForwardFn forward_once;  // one burst (used by --tx-first with txonly)
+};
+
+// The lcore loop for engine function F: poll every stream, round after round.
+template <ForwardFn F>
+void lcore_loop(FwdLcore& lc) {
+  Stream* const* streams = lc.streams.data();
+  const std::size_t n = lc.streams.size();
+  if (lc.record_cycles) {
+    while (!lc.stop.load(std::memory_order_relaxed)) {  // relaxed: a flag, no data rides on it
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t t0 = rdtsc();
+        if (F(*streams[i]) != 0) {
+          streams[i]->busy_cycles.add(rdtsc() - t0);
+          streams[i]->busy_bursts.add(1);
+        }
+      }
+    }
+    return;
+  }
+  while (!lc.stop.load(std::memory_order_relaxed)) {
+    for (std::size_t i = 0; i < n; ++i) F(*streams[i]);
+  }
+}
+
+template <ForwardFn F>
+constexpr Engine make_engine(std::string_view name) {
+  return Engine{name, &lcore_loop<F>, F};
+}
+
+// Free what TX did not take and count it as dropped.
+inline void drop_unsent(Stream& s, Mbuf** pkts, std::uint16_t n, std::uint16_t sent) noexcept {
+  if (sent < n) [[unlikely]] {
+    s.fwd_dropped.add(n - sent);
+    mbuf_free_bulk(std::span<Mbuf* const>(pkts + sent, n - sent));
+  }
+}
+
+// Set the fields dpdk-testpmd's mac/macswap engines set for TX (no offloads requested).
+inline void set_tx_fields(Mbuf* m) noexcept {
+  m->ol_flags &= mbuf_flag::indirect;
+  m->l2_len = sizeof(EtherHdr);
+  m->l3_len = sizeof(Ipv4Hdr);
+  m->vlan_tci = 0;
+  m->vlan_tci_outer = 0;
+}
+
+// Engines, one file each under fwd/.
+Engine io_engine();
+Engine mac_engine();
+Engine macswap_engine();
+Engine flowgen_engine();
+Engine txonly_engine();
+Engine rxonly_engine();
+
+// The engine called `name`; nullptr if none.
+const Engine* find_engine(std::string_view name);
+
+// The UDP/IPv4 frame header txonly and flowgen write (42 bytes), for TX port `port`.
+std::array<std::uint8_t, udp_header_bytes> udp_frame_header(const FwdConfig& config, std::uint16_t port, std::uint32_t length);
+
+}  // namespace ws::testpmd

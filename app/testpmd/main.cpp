@@ -1,0 +1,119 @@
+// wirespeed-testpmd: dpdk-testpmd's command line ([EAL options] -- [app options]) on wirespeed.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <poll.h>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "app/testpmd/prompt.hpp"
+#include "app/testpmd/summary.hpp"
+#include "app/testpmd/testpmd.hpp"
+
+namespace {
+
+using namespace ws;
+using namespace ws::testpmd;
+
+std::atomic<bool> stop_requested{false};
+
+extern "C" void on_signal(int) { stop_requested.store(true, std::memory_order_relaxed); }
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "wirespeed-testpmd: error: %s\n", message.c_str());
+  std::fprintf(stderr, "usage: wirespeed-testpmd [EAL options] -- [application options]\n");
+  return 2;
+}
+
+// Non-interactive run: periodic stats until --duration, a signal, or (without a stats period
+// and duration, as dpdk-testpmd) Enter on stdin.
+void wait_for_end(Testpmd& tp) {
+  const auto& app = tp.app();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto next_stats = t0 + std::chrono::seconds(app.stats_period_s);
+  const bool wait_enter = app.stats_period_s == 0 && app.duration_s == 0;
+  if (wait_enter) std::printf("Press enter to exit\n");
+  std::fflush(stdout);
+  while (!stop_requested.load(std::memory_order_relaxed)) {
+    if (wait_enter) {
+      pollfd p{STDIN_FILENO, POLLIN, 0};
+      if (poll(&p, 1, 100) != 0) return;  // a line, EOF or an error on stdin
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const auto now = std::chrono::steady_clock::now();
+    if (app.stats_period_s && now >= next_stats) {
+      tp.print_nic_stats(true);
+      next_stats += std::chrono::seconds(app.stats_period_s);
+    }
+    if (app.duration_s > 0 && now - t0 >= std::chrono::duration<double>(app.duration_s)) return;
+  }
+}
+
+int run(Testpmd& tp) {
+  const AppOptions& app = tp.app();
+  if (!app.cmdline_file.empty()) {
+    std::ifstream in(app.cmdline_file);
+    if (!in) return usage_error("--cmdline-file " + app.cmdline_file + ": cannot open");
+    std::printf("Read CLI commands from %s\n", app.cmdline_file.c_str());
+    if (run_prompt(tp, in, false, stop_requested) == PromptResult::quit) return 0;
+  }
+  if (app.interactive) {
+    if (app.auto_start) {
+      if (auto ok = tp.start_forwarding(app.tx_first); !ok) return usage_error(ok.error().message);
+    }
+    run_prompt(tp, std::cin, true, stop_requested);
+    return 0;
+  }
+  if (!tp.forwarding()) {
+    if (auto ok = tp.start_forwarding(app.tx_first); !ok) return usage_error(ok.error().message);
+  }
+  wait_for_end(tp);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> eal_args, app_args;
+  bool after = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (!after && a == "--") {
+      after = true;
+      continue;
+    }
+    (after ? app_args : eal_args).push_back(std::move(a));
+  }
+  auto eal = parse_eal_args(eal_args);
+  if (!eal) return usage_error(eal.error().message);
+  auto app = parse_app_args(app_args);
+  if (!app) return usage_error(app.error().message);
+  set_log_level(eal->log_level);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::printf("TSC frequency: %llu Hz\n", static_cast<unsigned long long>(tsc_hz()));
+  auto tp = Testpmd::create(std::move(*eal), std::move(*app));
+  if (!tp) return usage_error(tp.error().message);
+  const int rc = run(**tp);
+  (*tp)->stop_forwarding();
+  const auto audit = (*tp)->shutdown();
+  if (!audit) std::fprintf(stderr, "wirespeed-testpmd: error: %s\n", audit.error().message.c_str());
+  const FwdTotals totals = (*tp)->totals();
+  if (!accounting_exact(totals))
+    std::fprintf(stderr, "wirespeed-testpmd: error: accounting mismatch: rx %llu + generated %llu != tx %llu + dropped %llu + consumed %llu\n",
+                 static_cast<unsigned long long>(totals.rx), static_cast<unsigned long long>(totals.generated),
+                 static_cast<unsigned long long>(totals.tx), static_cast<unsigned long long>(totals.dropped),
+                 static_cast<unsigned long long>(totals.consumed));
+  if (!(*tp)->app().summary_json.empty()) {
+    if (auto ok = write_summary(**tp, (*tp)->app().summary_json, audit.has_value()); !ok)
+      std::fprintf(stderr, "wirespeed-testpmd: error: %s\n", ok.error().message.c_str());
+  }
+  if (rc != 0) return rc;
+  return audit && accounting_exact(totals) ? 0 : 1;
+}

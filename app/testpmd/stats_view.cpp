@@ -1,0 +1,98 @@
+// Statistics output in dpdk-testpmd's layout, so scripts that parse it keep working.
+#include <cinttypes>
+#include <cstdio>
+#include <unistd.h>
+
+#include "app/testpmd/testpmd.hpp"
+
+namespace ws::testpmd {
+
+void Testpmd::print_nic_stats(bool throughput) {
+  static constexpr const char* border = "########################";
+  if (throughput && isatty(STDOUT_FILENO)) std::printf("\033[2J\033[1;1H");  // clear, as dpdk-testpmd
+  std::printf("\nPort statistics ====================================");
+  const std::uint64_t now = rdtsc();
+  if (last_show_.size() != ports_.size()) last_show_.assign(ports_.size(), PortSnapshot{});
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    const PortStats s = ports_[i]->stats();
+    std::printf("\n  %s NIC statistics for port %-2zu %s\n", border, i, border);
+    std::printf("  RX-packets: %-10" PRIu64 " RX-missed: %-10" PRIu64 " RX-bytes:  %-" PRIu64 "\n", s.ipackets, s.imissed,
+                s.ibytes);
+    std::printf("  RX-errors: %-" PRIu64 "\n", s.ierrors);
+    std::printf("  RX-nombuf:  %-10" PRIu64 "\n", s.rx_nombuf);
+    std::printf("  TX-packets: %-10" PRIu64 " TX-errors: %-10" PRIu64 " TX-bytes:  %-" PRIu64 "\n", s.opackets, s.oerrors,
+                s.obytes);
+    PortSnapshot& last = last_show_[i];
+    const double dt = last.tsc ? static_cast<double>(now - last.tsc) / static_cast<double>(tsc_hz()) : 0.0;
+    auto rate = [&](std::uint64_t cur, std::uint64_t prev) -> std::uint64_t {
+      return dt > 0 && cur >= prev ? static_cast<std::uint64_t>(static_cast<double>(cur - prev) / dt) : 0;
+    };
+    std::printf("\n  Throughput (since last show)\n");
+    std::printf("  Rx-pps: %12" PRIu64 "          Rx-bps: %12" PRIu64 "\n  Tx-pps: %12" PRIu64
+                "          Tx-bps: %12" PRIu64 "\n",
+                rate(s.ipackets, last.stats.ipackets), rate(s.ibytes, last.stats.ibytes) * 8,
+                rate(s.opackets, last.stats.opackets), rate(s.obytes, last.stats.obytes) * 8);
+    std::printf("  %s############################%s\n", border, border);
+    last = {s, now};
+  }
+  std::fflush(stdout);
+}
+
+void Testpmd::print_forward_stats() const {
+  static constexpr const char* border = "----------------------";
+  static constexpr const char* acc = "+++++++++++++++";
+  const std::size_t nports = app_.nb_ports ? *app_.nb_ports : ports_.size();
+  std::uint64_t rx = 0, rx_dropped = 0, tx = 0, tx_dropped = 0, nombuf = 0;
+  for (std::size_t i = 0; i < nports; ++i) {
+    PortStats s = ports_[i]->stats();
+    if (i < start_.size()) s -= start_[i].stats;
+    std::uint64_t dropped = 0;
+    for (const auto& st : streams_)
+      if (st->tx_port_id == i) dropped += st->fwd_dropped.read();
+    std::printf("\n  %s Forward statistics for port %-2zu %s\n", border, i, border);
+    std::printf("  RX-packets: %-14" PRIu64 " RX-dropped: %-14" PRIu64 "RX-total: %-" PRIu64 "\n", s.ipackets, s.imissed,
+                s.ipackets + s.imissed);
+    if (s.ierrors + s.rx_nombuf > 0) {
+      std::printf("  RX-error: %-" PRIu64 "\n", s.ierrors);
+      std::printf("  RX-nombufs: %-14" PRIu64 "\n", s.rx_nombuf);
+    }
+    std::printf("  TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "TX-total: %-" PRIu64 "\n", s.opackets, dropped,
+                s.opackets + dropped);
+    std::printf("  %s--------------------------------%s\n", border, border);
+    rx += s.ipackets;
+    rx_dropped += s.imissed;
+    tx += s.opackets;
+    tx_dropped += dropped;
+    nombuf += s.rx_nombuf;
+  }
+  std::printf("\n  %s Accumulated forward statistics for all ports%s\n", acc, acc);
+  std::printf("  RX-packets: %-14" PRIu64 " RX-dropped: %-14" PRIu64 "RX-total: %-" PRIu64 "\n", rx, rx_dropped,
+              rx + rx_dropped);
+  std::printf("  TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "TX-total: %-" PRIu64 "\n", tx, tx_dropped,
+              tx + tx_dropped);
+  if (nombuf > 0) std::printf("  RX-nombufs: %-14" PRIu64 "\n", nombuf);
+  std::printf("  %s++++++++++++++++++++++++++++++++++++++++++++++%s\n", acc, acc);
+  if (app_.record_core_cycles) {
+    const FwdTotals t = totals();
+    const std::uint64_t pkts = forwarded_packets();
+    if (pkts)
+      std::printf("\n  CPU cycles/packet=%.2f (busy cycles=%" PRIu64 " / total %s packets=%" PRIu64 ") at %" PRIu64
+                  " MHz Clock\n",
+                  static_cast<double>(t.busy_cycles) / static_cast<double>(pkts), t.busy_cycles,
+                  app_.forward_mode == "txonly" || app_.forward_mode == "flowgen" ? "TX" : "RX", pkts,
+                  tsc_hz() / 1'000'000);
+  }
+}
+
+void Testpmd::print_fwd_config() const {
+  std::printf("%s packet forwarding - ports=%zu - cores=%u - streams=%zu - burst=%u\n",
+              std::string(engine_->name).c_str(), app_.nb_ports ? *app_.nb_ports : ports_.size(), fwd_core_count_,
+              streams_.size(), app_.burst);
+  for (std::size_t i = 0; i < streams_.size(); ++i) {
+    const Stream& s = *streams_[i];
+    std::printf("  stream %zu: RX P=%u/Q=%u -> TX P=%u/Q=%u peer=%s\n", i, s.rx_port_id, s.rx_queue, s.tx_port_id,
+                s.tx_queue, fwd_config_.peer_mac[s.tx_port_id].to_string().c_str());
+  }
+}
+
+}  // namespace ws::testpmd

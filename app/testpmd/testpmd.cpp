@@ -1,0 +1,257 @@
+// Testpmd set-up, forwarding start/stop and teardown, mirroring dpdk-testpmd's sequence.
+#include "app/testpmd/testpmd.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "ws/core/log.hpp"
+#include "ws/drivers/builtin.hpp"
+
+namespace ws::testpmd {
+namespace {
+
+// dpdk-testpmd's default pool size: RX and TX descriptor maxima, per-lcore caches and a burst,
+// for each of RTE_MAX_ETHPORTS ports.
+std::uint32_t default_mbuf_count(const AppOptions& app) {
+  return (2048 + app.nb_cores * app.mbcache + 2048 + max_burst_slots) * 32;
+}
+
+std::uint16_t tx_port_for(Topology t, std::size_t rxp, std::size_t n) {
+  switch (t) {
+    case Topology::loop: return static_cast<std::uint16_t>(rxp);
+    case Topology::chained: return static_cast<std::uint16_t>((rxp + 1) % n);
+    case Topology::paired: break;
+  }
+  if (rxp & 1) return static_cast<std::uint16_t>(rxp - 1);
+  return static_cast<std::uint16_t>(rxp + 1 < n ? rxp + 1 : rxp);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app) {
+  auto tp = std::unique_ptr<Testpmd>(new Testpmd(std::move(eal), std::move(app)));
+  const EalOptions& e = tp->eal_;
+  const AppOptions& a = tp->app_;
+  const auto fwd_lcores = e.lcores.size() - 1;
+  if (a.nb_cores > fwd_lcores)
+    return fail("--nb-cores={}: only {} forwarding lcore(s) available (the {} lcores given minus the main lcore); "
+                "add lcores with -l or --lcores",
+                a.nb_cores, fwd_lcores, e.lcores.size());
+  tp->engine_ = find_engine(a.forward_mode);
+  if (!tp->engine_) return fail("--forward-mode={}: unknown mode", a.forward_mode);
+  const auto main = std::find_if(e.lcores.begin(), e.lcores.end(), [&](const LcoreConfig& l) { return l.id == e.main_lcore; });
+  set_lcore_id(main->id);
+  if (auto ok = pin_current_thread(main->cpus); !ok) log(LogLevel::warning, "main lcore: {}", ok.error().message);
+  register_builtin_drivers(tp->registry_);
+  if (auto ok = tp->create_memory(); !ok) return std::unexpected(ok.error());
+  if (auto ok = tp->create_ports(); !ok) return std::unexpected(ok.error());
+  if (auto ok = tp->setup_streams(); !ok) return std::unexpected(ok.error());
+  return tp;
+}
+
+Testpmd::~Testpmd() {
+  if (!shut_down_) (void)shutdown();
+}
+
+Result<void> Testpmd::create_memory() {
+  const std::uint32_t count = app_.total_num_mbufs ? app_.total_num_mbufs : default_mbuf_count(app_);
+  const std::size_t object_bytes = (sizeof(Mbuf) + app_.mbuf_size + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
+  const std::size_t needed = std::size_t{count} * object_bytes + (1u << 20);
+  if (eal_.memory_mb && eal_.memory_mb * (1u << 20) < needed)
+    return fail("-m/--socket-mem {} MiB is too small for {} mbufs of {} bytes ({} MiB needed); raise -m or lower "
+                "--total-num-mbufs",
+                eal_.memory_mb, count, object_bytes, (needed >> 20) + 1);
+  auto arena = Arena::create({eal_.file_prefix, needed, eal_.huge});
+  if (!arena) return std::unexpected(arena.error());
+  arena_ = std::move(*arena);
+  std::printf("testpmd: create a new mbuf pool <mb_pool_0>: n=%u, size=%u, socket=0 (%s pages)\n", count,
+              app_.mbuf_size, arena_->huge() ? "2 MiB" : "4 KiB");
+  auto pool = PktmbufPool::create(*arena_, {"mb_pool_0", count, app_.mbcache, app_.mbuf_size, 0});
+  if (!pool) return std::unexpected(pool.error());
+  pool_ = std::move(*pool);
+  return {};
+}
+
+Result<void> Testpmd::create_ports() {
+  if (eal_.vdevs.empty())
+    return fail("no ports: give at least one device with --vdev (e.g. --vdev net_null0 --vdev net_null1)");
+  PortEnv env{arena_.get(), static_cast<unsigned>(eal_.lcores.size())};
+  for (const auto& dev : eal_.vdevs) {
+    auto port = registry_.create_port(dev, env);
+    if (!port) return std::unexpected(port.error());
+    (*port)->set_id(static_cast<std::uint16_t>(ports_.size()));
+    ports_.push_back(std::move(*port));
+  }
+  if (ports_.size() > max_ports) return fail("{} ports given; at most {} are supported", ports_.size(), max_ports);
+  if (app_.nb_ports && *app_.nb_ports > ports_.size())
+    return fail("--nb-ports={}: only {} ports exist", *app_.nb_ports, ports_.size());
+  for (auto& p : ports_) {
+    std::printf("Configuring Port %u (socket 0)\n", p->id());
+    const std::string where = fmt::format("port {} ({})", p->id(), p->name());
+    if (auto ok = p->configure({app_.rxq, app_.txq}); !ok) return std::unexpected(ok.error());
+    for (std::uint16_t q = 0; q < app_.rxq; ++q)
+      if (auto ok = p->setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
+    for (std::uint16_t q = 0; q < app_.txq; ++q)
+      if (auto ok = p->setup_tx_queue(q, {app_.txd}); !ok) return with_context(ok.error(), where);
+  }
+  for (auto& p : ports_) {
+    if (auto ok = p->start(); !ok) {
+      for (auto& started : ports_) started->stop();
+      return std::unexpected(ok.error());
+    }
+    std::printf("Port %u: %s\n", p->id(), p->mac().to_string().c_str());
+  }
+  return {};
+}
+
+Result<void> Testpmd::setup_streams() {
+  const std::size_t nports = app_.nb_ports ? *app_.nb_ports : ports_.size();
+  fwd_config_.burst = app_.burst;
+  fwd_config_.txpkts = app_.txpkts;
+  fwd_config_.tx_pkt_length = 0;
+  for (auto l : app_.txpkts) fwd_config_.tx_pkt_length += l;
+  fwd_config_.flowgen_clones = app_.flowgen_clones;
+  fwd_config_.flowgen_flows = app_.flowgen_flows;
+  for (std::size_t p = 0; p < max_ports; ++p) {
+    // dpdk-testpmd's default peer: 02:00:00:00:00:<port>
+    fwd_config_.peer_mac[p] = MacAddress{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(p)}};
+    if (p < ports_.size()) fwd_config_.port_mac[p] = ports_[p]->mac();
+  }
+  for (const auto& [port, mac] : app_.eth_peers) fwd_config_.peer_mac[port] = mac;
+  // As dpdk-testpmd's rss_fwd_config_setup: queue-major, port-minor.
+  for (std::uint16_t q = 0; q < app_.rxq; ++q) {
+    for (std::size_t rxp = 0; rxp < nports; ++rxp) {
+      auto s = std::make_unique<Stream>();
+      const std::uint16_t txp = tx_port_for(app_.topology, rxp, nports);
+      s->rx_port = ports_[rxp].get();
+      s->tx_port = ports_[txp].get();
+      s->rx_port_id = static_cast<std::uint16_t>(rxp);
+      s->tx_port_id = txp;
+      s->rx_queue = q;
+      s->tx_queue = static_cast<std::uint16_t>(q % app_.txq);
+      s->pool = pool_.get();
+      s->config = &fwd_config_;
+      s->udp_header = udp_frame_header(fwd_config_, txp, fwd_config_.tx_pkt_length);
+      streams_.push_back(std::move(s));
+    }
+  }
+  fwd_core_count_ = std::min<unsigned>(app_.nb_cores, static_cast<unsigned>(streams_.size()));
+  if (fwd_core_count_ < app_.nb_cores)
+    std::printf("Warning: nb_fwd_lcores is %u, only %zu streams to poll: using %u forwarding cores\n", app_.nb_cores,
+                streams_.size(), fwd_core_count_);
+  return {};
+}
+
+Result<void> Testpmd::set_forward_mode(std::string_view mode) {
+  if (forwarding()) return fail("stop forwarding before changing the mode");
+  const Engine* e = find_engine(mode);
+  if (!e) return fail("forward mode '{}' does not exist (accepted: io, mac, macswap, flowgen, txonly, rxonly)", mode);
+  engine_ = e;
+  app_.forward_mode = std::string(mode);
+  return {};
+}
+
+Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
+  if (forwarding()) return fail("packet forwarding already started");
+  for (auto& s : streams_) {
+    for (Counter* c : {&s->rx_packets, &s->tx_packets, &s->fwd_dropped, &s->generated, &s->consumed, &s->busy_cycles,
+                       &s->busy_bursts})
+      c->reset();
+  }
+  start_.clear();
+  for (auto& p : ports_) start_.push_back({p->stats(), rdtsc()});
+  last_show_ = start_;
+  // --tx-first: each stream sends bursts built by txonly before the engine takes over.
+  const Engine tx = txonly_engine();
+  for (unsigned b = 0; b < tx_first_bursts; ++b)
+    for (auto& s : streams_) tx.forward_once(*s);
+  std::vector<unsigned> fwd_ids;
+  for (const auto& l : eal_.lcores)
+    if (l.id != eal_.main_lcore) fwd_ids.push_back(l.id);
+  fwd_lcores_.clear();
+  for (unsigned i = 0; i < fwd_core_count_; ++i) {
+    auto lc = std::make_unique<FwdLcore>();
+    lc->lcore_id = fwd_ids[i];
+    lc->record_cycles = app_.record_core_cycles;
+    fwd_lcores_.push_back(std::move(lc));
+  }
+  // Spread streams over lcores as dpdk-testpmd: the last lcores take one extra when uneven.
+  const std::size_t per = streams_.size() / fwd_core_count_;
+  const std::size_t extra = streams_.size() % fwd_core_count_;
+  std::size_t sm = 0;
+  for (unsigned i = 0; i < fwd_core_count_; ++i) {
+    const std::size_t take = per + (i >= fwd_core_count_ - extra ? 1 : 0);
+    for (std::size_t k = 0; k < take; ++k) fwd_lcores_[i]->streams.push_back(streams_[sm++].get());
+  }
+  start_tsc_ = rdtsc();
+  stop_tsc_ = 0;
+  for (auto& lc : fwd_lcores_) {
+    const auto cfg = *std::find_if(eal_.lcores.begin(), eal_.lcores.end(),
+                                   [&](const LcoreConfig& l) { return l.id == lc->lcore_id; });
+    FwdLcore* raw = lc.get();
+    LcoreLoopFn loop = engine_->loop;
+    lcores_.emplace_back(cfg, [raw, loop] { loop(*raw); });
+  }
+  std::printf("%s packet forwarding - ports=%zu - cores=%u - streams=%zu - NUMA support enabled, MP allocation mode: native\n",
+              std::string(engine_->name).c_str(), app_.nb_ports ? *app_.nb_ports : ports_.size(), fwd_core_count_,
+              streams_.size());
+  std::fflush(stdout);
+  return {};
+}
+
+void Testpmd::stop_forwarding() {
+  if (!forwarding()) return;
+  std::printf("Telling cores to stop...\n");
+  for (auto& lc : fwd_lcores_) lc->stop.store(true, std::memory_order_relaxed);
+  std::printf("Waiting for lcores to finish...\n");
+  lcores_.clear();  // joins
+  stop_tsc_ = rdtsc();
+  print_forward_stats();
+  std::printf("\nDone.\n");
+  std::fflush(stdout);
+}
+
+FwdTotals Testpmd::totals() const {
+  FwdTotals t;
+  for (const auto& s : streams_) {
+    t.rx += s->rx_packets.read();
+    t.tx += s->tx_packets.read();
+    t.dropped += s->fwd_dropped.read();
+    t.generated += s->generated.read();
+    t.consumed += s->consumed.read();
+    t.busy_cycles += s->busy_cycles.read();
+  }
+  return t;
+}
+
+double Testpmd::forwarding_seconds() const {
+  if (start_tsc_ == 0) return 0;
+  const std::uint64_t end = stop_tsc_ ? stop_tsc_ : rdtsc();
+  return static_cast<double>(end - start_tsc_) / static_cast<double>(tsc_hz());
+}
+
+std::uint64_t Testpmd::forwarded_packets() const {
+  const FwdTotals t = totals();
+  const bool generator = app_.forward_mode == "txonly" || app_.forward_mode == "flowgen";
+  return generator ? t.tx : t.rx;
+}
+
+Result<void> Testpmd::shutdown() {
+  if (shut_down_) return {};
+  shut_down_ = true;
+  stop_forwarding();
+  for (auto& p : ports_) {
+    std::printf("\nStopping port %u...\n", p->id());
+    p->stop();
+  }
+  for (auto& p : ports_) p->release_mbufs();
+  pool_->mempool().flush_caches();
+  leaked_ = pool_->in_use();
+  std::printf("\nBye...\n");
+  std::fflush(stdout);
+  if (leaked_ != 0)
+    return fail("mbuf pool audit: {} of {} mbufs were not returned to pool mb_pool_0", leaked_, pool_->mempool().count());
+  return {};
+}
+
+}  // namespace ws::testpmd
