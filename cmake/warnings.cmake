@@ -42,6 +42,9 @@ function(ws_fuzzer name)
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_libraries(${name} PRIVATE ${F_LIBS} ws_flags)
+  # libFuzzer writes new inputs into the first directory: a scratch one, never the seeds.
+  set(scratch ${CMAKE_CURRENT_BINARY_DIR}/${name}_corpus)
+  file(MAKE_DIRECTORY ${scratch})
   add_test(NAME ${name}_smoke COMMAND ${name} -runs=20000 -max_total_time=20
-           ${PROJECT_SOURCE_DIR}/fuzz/corpus/${F_CORPUS})
+           ${scratch} ${PROJECT_SOURCE_DIR}/fuzz/corpus/${F_CORPUS})
 endfunction()

@@ -83,7 +83,9 @@ Arena::~Arena() {
 
 Result<void*> Arena::allocate(std::size_t size, std::size_t align, std::string_view what) {
   std::lock_guard lock(mutex_);
-  const std::size_t start = round_up(used_, align);
+  // Align the address, not the offset: the base is only page-aligned, and `align` may be larger.
+  const auto base = reinterpret_cast<std::uintptr_t>(base_);
+  const std::size_t start = round_up(base + used_, align) - base;
   if (start > size_ || size > size_ - start)
     return fail("arena '{}' is too small for {} ({} bytes requested, {} of {} bytes free); raise -m",
                 name_, what, size, size_ - std::min(used_, size_), size_);

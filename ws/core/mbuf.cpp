@@ -27,8 +27,10 @@ void detach(Mbuf* mi) noexcept {
 }  // namespace
 
 Mbuf* mbuf_prefree_segment(Mbuf* m) noexcept {
-  // Sole owner: no atomic read-modify-write needed (DPDK's fast path too).
-  if (m->refcnt.load(std::memory_order_relaxed) != 1) {
+  // Sole owner: no atomic read-modify-write needed (DPDK's fast path too). acquire: when 1 was
+  // written by another holder's decrement (a clone detached on another lcore), it pairs with
+  // that acq_rel fetch_sub, so their reads of the buffer happen before we reuse it.
+  if (m->refcnt.load(std::memory_order_acquire) != 1) {
     // acq_rel: pairs with other holders' decrements so their buffer accesses happen first.
     if (m->refcnt.fetch_sub(1, std::memory_order_acq_rel) != 1) return nullptr;
     m->refcnt.store(1, std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 // Mempool creation and audit.
 #include "ws/core/mempool.hpp"
 
+#include <algorithm>
 #include <bit>
 
 namespace ws {
@@ -18,7 +19,8 @@ Result<std::unique_ptr<Mempool>> Mempool::create(Arena& arena, const MempoolOpti
   auto mem = arena.allocate(std::size_t{rounded.count} * rounded.object_bytes, cache_line_bytes,
                             fmt::format("mempool '{}' ({} objects of {} bytes)", o.name, o.count, rounded.object_bytes));
   if (!mem) return std::unexpected(mem.error());
-  auto ring = Ring<void*>::create(o.name, {std::bit_ceil(rounded.count), Sync::multi, Sync::multi});
+  // A ring has at least 2 slots; a pool of one object still needs one.
+  auto ring = Ring<void*>::create(o.name, {std::max(2u, std::bit_ceil(rounded.count)), Sync::multi, Sync::multi});
   if (!ring) return std::unexpected(ring.error());
   auto pool = std::unique_ptr<Mempool>(new Mempool(rounded, static_cast<std::byte*>(*mem), std::move(*ring)));
   for (std::uint32_t i = 0; i < pool->count_; ++i) {

@@ -67,9 +67,22 @@ TEST_F(MempoolTest, RoundsObjectsToCacheLinesAndRunsInitOnce) {
   }
 }
 
+TEST_F(MempoolTest, PoolOfOneObject) {
+  auto pool = make(1, 0);
+  ASSERT_TRUE(pool);
+  void* only = pool->get();
+  ASSERT_NE(only, nullptr);
+  EXPECT_EQ(only, pool->object(0));
+  EXPECT_EQ(pool->get(), nullptr);
+  pool->put(only);
+  EXPECT_EQ(pool->in_use(), 0u);
+}
+
 TEST_F(MempoolTest, OwnsOnlyTheStartOfItsObjects) {
   auto pool = make(4, 0);
+  ASSERT_TRUE(pool);
   auto other = make(4, 0);
+  ASSERT_TRUE(other);
   for (std::uint32_t i = 0; i < 4; ++i) {
     EXPECT_TRUE(pool->owns(pool->object(i)));
     EXPECT_FALSE(pool->owns(static_cast<std::byte*>(pool->object(i)) + 1));
@@ -101,6 +114,7 @@ void expect_distinct_and_owned(const Mempool& pool, const std::vector<void*>& ob
 TEST_F(MempoolTest, WithoutCacheGetAndPutGoThroughTheRing) {
   set_lcore_id(no_lcore);
   auto pool = make(64, 32);  // has a cache, but a non-lcore thread never uses it
+  ASSERT_TRUE(pool);
   void* a = pool->get();
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(pool->in_use(), 1u);
@@ -126,6 +140,7 @@ TEST_F(MempoolTest, WithoutCacheGetAndPutGoThroughTheRing) {
 TEST_F(MempoolTest, CacheSizeZeroBehavesLikeNoCache) {
   set_lcore_id(0);
   auto pool = make(16, 0);
+  ASSERT_TRUE(pool);
   auto all = drain(*pool, 4);
   EXPECT_EQ(all.size(), 16u);
   expect_distinct_and_owned(*pool, all);
@@ -138,6 +153,7 @@ TEST_F(MempoolTest, CacheSizeZeroBehavesLikeNoCache) {
 TEST_F(MempoolTest, CacheRefillsToCacheSizePlusRequest) {
   set_lcore_id(0);
   auto pool = make(64, 16);
+  ASSERT_TRUE(pool);
   void* first = pool->get();
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(pool->in_use(), 1u);  // the 16 cached objects count as available
@@ -162,6 +178,7 @@ TEST_F(MempoolTest, CacheRefillsToCacheSizePlusRequest) {
 TEST_F(MempoolTest, CacheFlushesToTheRingBeyondOneAndAHalfCacheSizes) {
   set_lcore_id(0);
   auto pool = make(64, 16);  // flush threshold 24
+  ASSERT_TRUE(pool);
   std::vector<void*> all(64);
   ASSERT_TRUE(pool->get_bulk(all));  // more than the cache size: straight from the ring
   EXPECT_EQ(pool->in_use(), 64u);
@@ -198,6 +215,7 @@ TEST_F(MempoolTest, CacheFlushesToTheRingBeyondOneAndAHalfCacheSizes) {
 TEST_F(MempoolTest, ExhaustionWithCacheIsAllOrNoneAndLosesNothing) {
   set_lcore_id(0);
   auto pool = make(64, 16);
+  ASSERT_TRUE(pool);
   auto all = drain(*pool, 8);
   EXPECT_EQ(all.size(), 64u);
   EXPECT_EQ(pool->in_use(), 64u);
@@ -220,6 +238,7 @@ TEST_F(MempoolTest, ExhaustionWithCacheIsAllOrNoneAndLosesNothing) {
 
 TEST_F(MempoolTest, EachLcoreHasItsOwnCache) {
   auto pool = make(64, 8);
+  ASSERT_TRUE(pool);
   set_lcore_id(0);
   void* a = pool->get();
   pool->put(a);  // now cached by lcore 0
@@ -240,6 +259,7 @@ TEST_F(MempoolTest, EachLcoreHasItsOwnCache) {
 TEST_F(MempoolTest, TwoLcoresStress) {
   constexpr std::uint32_t count = 512;
   auto pool = make(count, 32);
+  ASSERT_TRUE(pool);
   std::vector<std::atomic<bool>> held(count);
   auto index_of = [&](void* o) {
     return static_cast<std::uint32_t>((static_cast<std::byte*>(o) - static_cast<std::byte*>(pool->object(0))) /
@@ -249,7 +269,7 @@ TEST_F(MempoolTest, TwoLcoresStress) {
   ASSERT_TRUE(handoff.has_value());
   std::atomic<bool> done{false};
   std::atomic<bool> double_handout{false}, bad_stamp{false};
-  constexpr int rounds = 20'000;
+  constexpr int rounds = 60'000;
 
   std::jthread producer([&] {
     set_lcore_id(0);

@@ -54,8 +54,12 @@ class Ring {
 
   // Elements in the ring at some instant; exact only when no side is moving.
   std::uint32_t count() const noexcept {
-    // acquire: pairs with the release stores of the tails, as the sides themselves do.
-    return prod_.tail.load(std::memory_order_acquire) - cons_.tail.load(std::memory_order_acquire);
+    // acquire: pairs with the release stores of the tails, as the sides themselves do. The
+    // consumer tail is read first: the producer tail read after it is at least as far, so the
+    // difference cannot wrap; producers may move on in between, hence the clamp.
+    const std::uint32_t cons_tail = cons_.tail.load(std::memory_order_acquire);
+    const std::uint32_t prod_tail = prod_.tail.load(std::memory_order_acquire);
+    return std::min(prod_tail - cons_tail, capacity_);
   }
   std::uint32_t free_count() const noexcept { return capacity_ - count(); }
   std::uint32_t capacity() const noexcept { return capacity_; }
@@ -79,7 +83,9 @@ class Ring {
   template <class Avail>
   static std::uint32_t reserve(HeadTail& own, const HeadTail& other, bool single, std::uint32_t n, bool exact,
                                Avail avail, std::uint32_t& old_head) noexcept {
-    old_head = own.head.load(std::memory_order_relaxed);
+    // acquire: pairs with the release of another reserver's CAS (multi), so the other tail we
+    // read next is at least the one that reserver saw; a staler one could make `avail` wrap.
+    old_head = own.head.load(std::memory_order_acquire);
     for (;;) {
       // acquire: pairs with the other side's release store of its tail, so its accesses to the
       // slots we are about to reuse or read happen before ours.
@@ -93,9 +99,11 @@ class Ring {
         own.head.store(old_head + n, std::memory_order_relaxed);
         return n;
       }
-      // relaxed: the CAS only reserves indices; publication happens through the tail.
-      if (own.head.compare_exchange_weak(old_head, old_head + n, std::memory_order_relaxed,
-                                         std::memory_order_relaxed))
+      // The CAS only reserves indices (publication happens through the tail), but the next
+      // reserver must see an other-side tail no older than ours: release on success pairs with
+      // its acquire of the head, acquire on failure is that acquire for us.
+      if (own.head.compare_exchange_weak(old_head, old_head + n, std::memory_order_acq_rel,
+                                         std::memory_order_acquire))
         return n;
     }
   }
@@ -103,8 +111,10 @@ class Ring {
   // Publish [old_head, old_head + n) on side `own` once earlier reservations are published.
   static void publish(HeadTail& own, bool single, std::uint32_t old_head, std::uint32_t n) noexcept {
     if (!single) {
-      // Multi: earlier reservers publish first, in order.
-      while (own.tail.load(std::memory_order_relaxed) != old_head) cpu_pause();
+      // Multi: earlier reservers publish first, in order. acquire: pairs with the previous
+      // reserver's release of the tail, so its slot accesses are ordered before our release and
+      // the other side, acquiring our tail, sees theirs too (a relaxed wait breaks that chain).
+      while (own.tail.load(std::memory_order_acquire) != old_head) cpu_pause();
     }
     // release: pairs with the other side's acquire load of this tail in reserve().
     own.tail.store(old_head + n, std::memory_order_release);
@@ -131,18 +141,23 @@ class Ring {
     return n;
   }
 
+  // Element-wise copies, not memcpy: a caller that reads the elements right after a dequeue
+  // (drivers reading each mbuf) then loads them from same-width stores, which store-to-load
+  // forwarding handles; wide memcpy stores followed by 8-byte loads stall it.
   void copy_in(std::uint32_t head, const T* src, std::uint32_t n) noexcept {
     const std::uint32_t idx = head & mask_;
     const std::uint32_t first = std::min(n, capacity_ - idx);
-    std::memcpy(&slots_[idx], src, first * sizeof(T));
-    if (first < n) std::memcpy(&slots_[0], src + first, (n - first) * sizeof(T));
+    T* slots = slots_.get();
+    for (std::uint32_t i = 0; i < first; ++i) slots[idx + i] = src[i];
+    for (std::uint32_t i = first; i < n; ++i) slots[i - first] = src[i];
   }
 
   void copy_out(std::uint32_t head, T* dst, std::uint32_t n) const noexcept {
     const std::uint32_t idx = head & mask_;
     const std::uint32_t first = std::min(n, capacity_ - idx);
-    std::memcpy(dst, &slots_[idx], first * sizeof(T));
-    if (first < n) std::memcpy(dst + first, &slots_[0], (n - first) * sizeof(T));
+    const T* slots = slots_.get();
+    for (std::uint32_t i = 0; i < first; ++i) dst[i] = slots[idx + i];
+    for (std::uint32_t i = first; i < n; ++i) dst[i] = slots[i - first];
   }
 
   // Read-only after creation.

@@ -111,8 +111,8 @@ TEST_P(RingModes, BurstMovesWhatFitsBulkMovesAllOrNothing) {
 }
 
 TEST_P(RingModes, WrapsAroundTheEndOfTheSlotArray) {
-  // 5 in, 5 out on an 8-slot ring: every copy start shifts by 5, so copies split across the end
-  // of the array in every possible place.
+  // 1..7 in and out per round on an 8-slot ring: copy starts drift through every slot, so the
+  // copies split across the end of the array in every possible place.
   auto r = make(8);
   std::uint64_t next_in = 0, next_out = 0;
   for (int round = 0; round < 64; ++round) {
@@ -134,9 +134,9 @@ TEST_P(RingModes, WrapsAroundTheEndOfTheSlotArray) {
 INSTANTIATE_TEST_SUITE_P(AllSyncModes, RingModes,
                          ::testing::Values(std::pair{Sync::single, Sync::single}, std::pair{Sync::multi, Sync::multi},
                                            std::pair{Sync::single, Sync::multi}, std::pair{Sync::multi, Sync::single}),
-                         [](const auto& info) {
+                         [](const auto& param_info) {
                            auto s = [](Sync x) { return x == Sync::single ? std::string("S") : std::string("M"); };
-                           return s(info.param.first) + "P" + s(info.param.second) + "C";
+                           return s(param_info.param.first) + "P" + s(param_info.param.second) + "C";
                          });
 
 TEST(Ring, CopiesWideElements) {
@@ -245,9 +245,9 @@ void run_stress(Sync sync, unsigned producers, unsigned consumers, std::uint64_t
   expect_each_exactly_once(got, producers, per_producer);
 }
 
-TEST(RingStress, OneProducerOneConsumerSingleSync) { run_stress(Sync::single, 1, 1, 200'000); }
+TEST(RingStress, OneProducerOneConsumerSingleSync) { run_stress(Sync::single, 1, 1, 500'000); }
 
-TEST(RingStress, TwoProducersTwoConsumersMultiSync) { run_stress(Sync::multi, 2, 2, 50'000); }
+TEST(RingStress, TwoProducersTwoConsumersMultiSync) { run_stress(Sync::multi, 2, 2, 250'000); }
 
 }  // namespace
 }  // namespace ws

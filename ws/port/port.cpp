@@ -47,6 +47,9 @@ Result<void> Port::configure(const PortConfig& config) {
   config_ = config;
   rx_table_.assign(config.rx_queues, BurstEntry{&idle_burst, nullptr});
   tx_table_.assign(config.tx_queues, BurstEntry{&idle_burst, nullptr});
+  // The driver's queues, and their counters, were just replaced: an older baseline would make
+  // stats() underflow.
+  baseline_ = read_stats();
   return {};
 }
 
@@ -55,7 +58,12 @@ Result<void> Port::start() {
   if (rx_table_.empty()) {
     if (auto ok = configure(config_); !ok) return ok;
   }
-  if (auto ok = do_start(); !ok) return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  if (auto ok = do_start(); !ok) {
+    // do_start() may have published some queues before failing: a port that did not start
+    // must not be polled.
+    idle_tables();
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  }
   started_ = true;
   return {};
 }
@@ -63,9 +71,13 @@ Result<void> Port::start() {
 void Port::stop() {
   if (!started_) return;
   do_stop();
+  idle_tables();
+  started_ = false;
+}
+
+void Port::idle_tables() {
   for (auto& e : rx_table_) e = {&idle_burst, nullptr};
   for (auto& e : tx_table_) e = {&idle_burst, nullptr};
-  started_ = false;
 }
 
 PortStats Port::stats() const {

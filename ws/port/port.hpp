@@ -145,6 +145,8 @@ class Port {
   MacAddress mac_{};
 
  private:
+  void idle_tables();  // every burst entry back to idle_burst
+
   std::string name_;
   std::string driver_;
   std::uint16_t id_ = 0;

@@ -80,14 +80,15 @@ class RingDriver final : public Driver {
       return fail("device '{}': key 'size' has value {}, expected a power of two (e.g. 1024)", args.name(), *size);
     const std::string peer = args.get_string("peer", "");
     if (peer == args.name()) return fail("device '{}': key 'peer' names the port itself", args.name());
+    // Every check before the pairing is recorded: a refused device must leave no pairing behind.
+    if (args.has("peer") && (args.has("rx_ring") || args.has("tx_ring")))
+      return fail("device '{}': 'peer' and 'rx_ring'/'tx_ring' exclude each other", args.name());
     if (!peer.empty()) {
       if (peers_.contains(peer) || peers_.contains(args.name()))
         return fail("device '{}': key 'peer' value '{}': that port is already paired", args.name(), peer);
       peers_[peer] = args.name();
       peers_[args.name()] = peer;
     }
-    if (args.has("peer") && (args.has("rx_ring") || args.has("tx_ring")))
-      return fail("device '{}': 'peer' and 'rx_ring'/'tx_ring' exclude each other", args.name());
     return std::make_unique<RingPort>(*this, args.name(), static_cast<std::uint32_t>(*size),
                                       args.get_string("rx_ring", ""), args.get_string("tx_ring", ""));
   }
@@ -102,7 +103,8 @@ class RingDriver final : public Driver {
   Result<MbufRing*> ring(const std::string& name, std::uint32_t size) {
     auto it = rings_.find(name);
     if (it != rings_.end()) return it->second.get();
-    auto r = MbufRing::create(name, {size, Sync::multi, Sync::multi});
+    // Single producer and consumer, as DPDK's ring PMD: one lcore polls each queue.
+    auto r = MbufRing::create(name, {size, Sync::single, Sync::single});
     if (!r) return std::unexpected(r.error());
     return (rings_[name] = std::move(*r)).get();
   }

@@ -1,0 +1,141 @@
+// Arena: memfd-backed memory with and without huge pages, aligned carving, exhaustion errors,
+// contains(), and the fd a vhost-user peer would map.
+#include "ws/core/arena.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstring>
+
+namespace ws {
+namespace {
+
+constexpr std::size_t mib = 1u << 20;
+
+std::unique_ptr<Arena> make(std::size_t size, HugePolicy huge) {
+  auto a = Arena::create({"arena_test", size, huge});
+  EXPECT_TRUE(a.has_value()) << (a ? "" : a.error().message);
+  return a ? std::move(*a) : nullptr;
+}
+
+TEST(Arena, NeverUsesSmallPagesAndRoundsUp) {
+  auto a = make(mib + 1, HugePolicy::never);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->huge());
+  EXPECT_EQ(a->page_bytes(), 4096u);
+  EXPECT_EQ(a->size_bytes(), mib + 4096);
+  EXPECT_EQ(a->used_bytes(), 0u);
+  EXPECT_EQ(a->name(), "arena_test");
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a->base()) % 4096, 0u);
+}
+
+TEST(Arena, ZeroSizeIsRefused) {
+  auto a = Arena::create({"empty", 0, HugePolicy::never});
+  ASSERT_FALSE(a.has_value());
+  EXPECT_NE(a.error().message.find("arena 'empty'"), std::string::npos) << a.error().message;
+}
+
+TEST(Arena, AllocateHonoursAlignmentAndZeroes) {
+  auto a = make(mib, HugePolicy::never);
+  ASSERT_TRUE(a);
+  auto first = a->allocate(1, 1, "a byte");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(*first, static_cast<void*>(a->base()));
+  for (std::size_t align : {std::size_t{8}, std::size_t{64}, std::size_t{4096}, std::size_t{64} << 10}) {
+    auto p = a->allocate(100, align, "aligned");
+    ASSERT_TRUE(p.has_value()) << p.error().message;
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(*p) % align, 0u) << "align " << align;
+    EXPECT_TRUE(a->contains(*p, 100));
+    const auto* bytes = static_cast<const std::uint8_t*>(*p);
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(bytes[i], 0);
+    std::memset(*p, 0xff, 100);  // the next allocation must not overlap this one
+    auto q = a->allocate(1, 1, "after");
+    ASSERT_TRUE(q.has_value());
+    EXPECT_GE(static_cast<std::byte*>(*q), static_cast<std::byte*>(*p) + 100);
+  }
+}
+
+TEST(Arena, ExhaustionSaysWhatAndHowMuch) {
+  auto a = make(64 * 1024, HugePolicy::never);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->allocate(60 * 1024, 64, "first").has_value());
+  auto r = a->allocate(8 * 1024, 64, "mempool 'rx' (64 objects of 128 bytes)");
+  ASSERT_FALSE(r.has_value());
+  const std::string& m = r.error().message;
+  EXPECT_NE(m.find("arena 'arena_test' is too small for mempool 'rx' (64 objects of 128 bytes)"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("8192 bytes requested"), std::string::npos) << m;
+  EXPECT_NE(m.find("4096 of 65536 bytes free"), std::string::npos) << m;
+  EXPECT_NE(m.find("raise -m"), std::string::npos) << m;
+  EXPECT_EQ(a->used_bytes(), 60u * 1024) << "a failed allocation takes nothing";
+  // What is left can still be had, exactly.
+  EXPECT_TRUE(a->allocate(4 * 1024, 64, "rest").has_value());
+  EXPECT_FALSE(a->allocate(1, 1, "one more").has_value());
+  // An alignment that pushes past the end fails too, without wrapping.
+  auto b = make(4096, HugePolicy::never);
+  ASSERT_TRUE(b->allocate(1, 1, "x").has_value());
+  EXPECT_FALSE(b->allocate(1, 8192, "far").has_value());
+  EXPECT_FALSE(b->allocate(SIZE_MAX, 1, "everything").has_value());
+}
+
+TEST(Arena, ContainsChecksBothEnds) {
+  auto a = make(8192, HugePolicy::never);
+  ASSERT_TRUE(a);
+  std::byte* base = a->base();
+  EXPECT_TRUE(a->contains(base, 8192));
+  EXPECT_TRUE(a->contains(base + 8191, 1));
+  EXPECT_TRUE(a->contains(base + 8192, 0));
+  EXPECT_FALSE(a->contains(base + 8191, 2));
+  EXPECT_FALSE(a->contains(base - 1, 1));
+  EXPECT_FALSE(a->contains(base, 8193));
+  EXPECT_FALSE(a->contains(base + 1, SIZE_MAX));
+  int on_stack = 0;
+  EXPECT_FALSE(a->contains(&on_stack, sizeof on_stack));
+}
+
+TEST(Arena, FdMapsTheSameMemory) {
+  auto a = make(mib, HugePolicy::never);
+  ASSERT_TRUE(a);
+  ASSERT_GE(a->fd(), 0);
+  EXPECT_NE(fcntl(a->fd(), F_GETFD), -1);
+  EXPECT_TRUE(fcntl(a->fd(), F_GETFD) & FD_CLOEXEC);
+  // A peer mapping the fd sees what we write (vhost-user SET_MEM_TABLE relies on this).
+  auto p = a->allocate(64, 64, "shared");
+  ASSERT_TRUE(p.has_value());
+  std::memcpy(*p, "hello peer", 11);
+  void* peer = mmap(nullptr, a->size_bytes(), PROT_READ, MAP_SHARED, a->fd(), 0);
+  ASSERT_NE(peer, MAP_FAILED);
+  const auto offset = static_cast<std::byte*>(*p) - a->base();
+  EXPECT_STREQ(static_cast<const char*>(peer) + offset, "hello peer");
+  munmap(peer, a->size_bytes());
+}
+
+TEST(Arena, AutomaticWorksWithOrWithoutHugePages) {
+  const std::size_t free_huge = free_huge_pages_2m();
+  auto a = make(4 * mib, HugePolicy::automatic);
+  ASSERT_TRUE(a);
+  if (a->huge()) {
+    EXPECT_GT(free_huge, 0u) << "huge pages only when some were free";
+    EXPECT_EQ(a->page_bytes(), 2 * mib);
+    EXPECT_EQ(a->size_bytes() % (2 * mib), 0u);
+  } else {
+    EXPECT_EQ(a->page_bytes(), 4096u);
+    if (free_huge == 0) SUCCEED() << "no huge pages here: automatic fell back to 4 KiB pages";
+  }
+  EXPECT_GE(a->size_bytes(), 4 * mib);
+  auto p = a->allocate(mib, 64, "block");
+  ASSERT_TRUE(p.has_value()) << p.error().message;
+  std::memset(*p, 1, mib);
+}
+
+TEST(Arena, RequiredFailsClearlyWithoutHugePages) {
+  if (free_huge_pages_2m() != 0) GTEST_SKIP() << "this machine has free huge pages";
+  auto a = Arena::create({"need_huge", 2 * mib, HugePolicy::required});
+  ASSERT_FALSE(a.has_value());
+  EXPECT_NE(a.error().message.find("--no-huge"), std::string::npos) << a.error().message;
+  EXPECT_NE(a.error().message.find("need_huge"), std::string::npos) << a.error().message;
+}
+
+}  // namespace
+}  // namespace ws
