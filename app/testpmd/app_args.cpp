@@ -5,6 +5,9 @@
 #include <charconv>
 #include <functional>
 
+#include <fmt/ranges.h>
+
+#include "ws/core/mbuf.hpp"
 #include "ws/core/mempool.hpp"
 
 namespace ws::testpmd {
@@ -172,6 +175,14 @@ Result<AppOptions> parse_app_args(std::span<const std::string> args) {
     }
     if (auto ok = it->apply(o, value); !ok) return std::unexpected(ok.error());
   }
+  // As dpdk-testpmd's set_tx_pkt_segments: each segment must fit one mbuf (checked once all
+  // options are known, since --mbuf-size may follow --txpkts).
+  const unsigned room = o.mbuf_size - mbuf_default_headroom;
+  for (auto len : o.txpkts)
+    if (len > room)
+      return fail("--txpkts={}: segment length {} exceeds the {} data bytes of an mbuf (--mbuf-size={} minus {} "
+                  "headroom); split it into more segments or raise --mbuf-size",
+                  fmt::join(o.txpkts, ","), len, room, o.mbuf_size, mbuf_default_headroom);
   return o;
 }
 

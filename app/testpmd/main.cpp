@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <poll.h>
+#include <signal.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -95,8 +96,13 @@ int main(int argc, char** argv) {
   auto app = parse_app_args(app_args);
   if (!app) return usage_error(app.error().message);
   set_log_level(eal->log_level);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  // Without SA_RESTART (which std::signal implies on glibc): the signal must interrupt the
+  // prompt's blocking read of stdin, or -i would ignore Ctrl-C until the next line.
+  struct sigaction on_stop {};
+  on_stop.sa_handler = on_signal;
+  sigemptyset(&on_stop.sa_mask);
+  sigaction(SIGINT, &on_stop, nullptr);
+  sigaction(SIGTERM, &on_stop, nullptr);
   std::printf("TSC frequency: %llu Hz\n", static_cast<unsigned long long>(tsc_hz()));
   auto tp = Testpmd::create(std::move(*eal), std::move(*app));
   if (!tp) return usage_error(tp.error().message);

@@ -26,6 +26,18 @@ std::uint16_t tx_port_for(Topology t, std::size_t rxp, std::size_t n) {
   return static_cast<std::uint16_t>(rxp + 1 < n ? rxp + 1 : rxp);
 }
 
+// flowgen builds one segment of the --txpkts total (less the 4-byte FCS, as dpdk-testpmd).
+Result<void> check_mode_fits(const Engine& engine, const AppOptions& app) {
+  std::uint32_t length = 0;
+  for (auto l : app.txpkts) length += l;
+  const std::uint32_t room = app.mbuf_size - mbuf_default_headroom;
+  if (engine.name == "flowgen" && length - 4 > room)
+    return fail("flowgen: --txpkts total {} bytes does not fit one mbuf ({} bytes of data room); lower --txpkts or "
+                "raise --mbuf-size",
+                length, room);
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app) {
@@ -39,6 +51,7 @@ Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app)
                 a.nb_cores, fwd_lcores, e.lcores.size());
   tp->engine_ = find_engine(a.forward_mode);
   if (!tp->engine_) return fail("--forward-mode={}: unknown mode", a.forward_mode);
+  if (auto ok = check_mode_fits(*tp->engine_, a); !ok) return std::unexpected(ok.error());
   const auto main = std::find_if(e.lcores.begin(), e.lcores.end(), [&](const LcoreConfig& l) { return l.id == e.main_lcore; });
   set_lcore_id(main->id);
   if (auto ok = pin_current_thread(main->cpus); !ok) log(LogLevel::warning, "main lcore: {}", ok.error().message);
@@ -118,8 +131,10 @@ Result<void> Testpmd::setup_streams() {
     if (p < ports_.size()) fwd_config_.port_mac[p] = ports_[p]->mac();
   }
   for (const auto& [port, mac] : app_.eth_peers) fwd_config_.peer_mac[port] = mac;
-  // As dpdk-testpmd's rss_fwd_config_setup: queue-major, port-minor.
-  for (std::uint16_t q = 0; q < app_.rxq; ++q) {
+  // As dpdk-testpmd's rss_fwd_config_setup: queue-major, port-minor, over min(rxq, txq)
+  // queues with TX queue = RX queue, so that no two streams (and lcores) share a TX queue.
+  const std::uint16_t queues = std::min(app_.rxq, app_.txq);
+  for (std::uint16_t q = 0; q < queues; ++q) {
     for (std::size_t rxp = 0; rxp < nports; ++rxp) {
       auto s = std::make_unique<Stream>();
       const std::uint16_t txp = tx_port_for(app_.topology, rxp, nports);
@@ -128,7 +143,7 @@ Result<void> Testpmd::setup_streams() {
       s->rx_port_id = static_cast<std::uint16_t>(rxp);
       s->tx_port_id = txp;
       s->rx_queue = q;
-      s->tx_queue = static_cast<std::uint16_t>(q % app_.txq);
+      s->tx_queue = q;
       s->pool = pool_.get();
       s->config = &fwd_config_;
       s->udp_header = udp_frame_header(fwd_config_, txp, fwd_config_.tx_pkt_length);
@@ -153,6 +168,7 @@ Result<void> Testpmd::set_forward_mode(std::string_view mode) {
 
 Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
   if (forwarding()) return fail("packet forwarding already started");
+  if (auto ok = check_mode_fits(*engine_, app_); !ok) return ok;
   for (auto& s : streams_) {
     for (Counter* c : {&s->rx_packets, &s->tx_packets, &s->fwd_dropped, &s->generated, &s->consumed, &s->busy_cycles,
                        &s->busy_bursts})
@@ -239,6 +255,7 @@ std::uint64_t Testpmd::forwarded_packets() const {
 Result<void> Testpmd::shutdown() {
   if (shut_down_) return {};
   shut_down_ = true;
+  if (!pool_) return {};  // create() failed before the pool (and so any port) existed
   stop_forwarding();
   for (auto& p : ports_) {
     std::printf("\nStopping port %u...\n", p->id());

@@ -16,7 +16,10 @@ thread_local unsigned current_lcore = no_lcore;
 
 std::string cpus_text(const std::vector<unsigned>& cpus) {
   std::string s;
-  for (unsigned c : cpus) s += (s.empty() ? "" : ",") + std::to_string(c);
+  for (unsigned c : cpus) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(c);
+  }
   return s;
 }
 

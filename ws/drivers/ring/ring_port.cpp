@@ -148,11 +148,14 @@ Result<void> RingPort::setup_tx_queue(std::uint16_t queue, const TxQueueConfig&)
 }
 
 void RingPort::release_mbufs() {
+  // Called with every port stopped, so draining TX rings too (a tx_ring nobody reads) is safe.
   Mbuf* burst[64];
-  for (auto& q : rxq_) {
-    if (!q->ring) continue;
-    while (auto n = q->ring->dequeue_burst(std::span<Mbuf*>(burst, 64))) mbuf_free_bulk(std::span<Mbuf* const>(burst, n));
-  }
+  auto drain = [&](MbufRing* ring) {
+    if (!ring) return;
+    while (auto n = ring->dequeue_burst(std::span<Mbuf*>(burst, 64))) mbuf_free_bulk(std::span<Mbuf* const>(burst, n));
+  };
+  for (auto& q : rxq_) drain(q->ring);
+  for (auto& q : txq_) drain(q->ring);
 }
 
 }  // namespace

@@ -1,0 +1,467 @@
+// parse_eal_args and parse_app_args: dpdk-testpmd's option names, both value forms, its
+// defaults, and errors that name the option, the value and what is accepted.
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "app/testpmd/app_args.hpp"
+#include "app/testpmd/eal_args.hpp"
+
+namespace ws::testpmd {
+namespace {
+
+std::vector<std::string> argv(std::initializer_list<const char*> words) { return {words.begin(), words.end()}; }
+
+EalOptions eal_ok(std::initializer_list<const char*> words) {
+  const auto args = argv(words);
+  auto r = parse_eal_args(args);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+  return r ? *r : EalOptions{};
+}
+
+AppOptions app_ok(std::initializer_list<const char*> words) {
+  const auto args = argv(words);
+  auto r = parse_app_args(args);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+  return r ? *r : AppOptions{};
+}
+
+// The error text for args that must be refused.
+std::string eal_error(const std::vector<std::string>& args) {
+  auto r = parse_eal_args(args);
+  EXPECT_FALSE(r.has_value()) << "accepted: " << fmt::format("{}", fmt::join(args, " "));
+  return r ? std::string() : r.error().message;
+}
+std::string app_error(const std::vector<std::string>& args) {
+  auto r = parse_app_args(args);
+  EXPECT_FALSE(r.has_value()) << "accepted: " << fmt::format("{}", fmt::join(args, " "));
+  return r ? std::string() : r.error().message;
+}
+
+#define EXPECT_HAS(text, needle) \
+  EXPECT_NE(std::string(text).find(needle), std::string::npos) << "'" << (text) << "' lacks '" << (needle) << "'"
+
+bool have_cpus(unsigned n) { return available_cpus().size() >= n && available_cpus()[n - 1] == n - 1; }
+
+std::vector<unsigned> ids(const EalOptions& o) {
+  std::vector<unsigned> out;
+  for (const auto& l : o.lcores) out.push_back(l.id);
+  return out;
+}
+
+// ---------------------------------------------------------------- EAL: lcores
+
+TEST(EalArgs, LcoreListRangesAndSingles) {
+  if (!have_cpus(2)) GTEST_SKIP() << "needs CPUs 0 and 1";
+  const EalOptions o = eal_ok({"-l", "0-1"});
+  EXPECT_EQ(ids(o), (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(o.lcores[0].cpus, std::vector<unsigned>{0});
+  EXPECT_EQ(o.lcores[1].cpus, std::vector<unsigned>{1});
+  EXPECT_EQ(o.main_lcore, 0u);
+  EXPECT_EQ(ids(eal_ok({"-l", "0,1"})), (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(ids(eal_ok({"-l=1"})), std::vector<unsigned>{1});
+  EXPECT_EQ(ids(eal_ok({"-l0-1"})), (std::vector<unsigned>{0, 1}));  // glued, as getopt allows
+  EXPECT_EQ(eal_ok({"-l", "1"}).main_lcore, 1u);
+}
+
+TEST(EalArgs, LcoreMapPutsSeveralLcoresOnOneCpu) {
+  const EalOptions o = eal_ok({"--lcores", "0@0,1@0"});
+  ASSERT_EQ(ids(o), (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(o.lcores[0].cpus, std::vector<unsigned>{0});
+  EXPECT_EQ(o.lcores[1].cpus, std::vector<unsigned>{0});
+  // Lcore ids beyond the CPUs are fine when mapped onto CPUs that exist.
+  const EalOptions big = eal_ok({"--lcores=0@0,7@0,(8-9)@0"});
+  EXPECT_EQ(ids(big), (std::vector<unsigned>{0, 7, 8, 9}));
+  for (const auto& l : big.lcores) EXPECT_EQ(l.cpus, std::vector<unsigned>{0});
+  if (have_cpus(2)) {
+    const EalOptions m = eal_ok({"--lcores", "0@0,1@0,2@1"});
+    EXPECT_EQ(ids(m), (std::vector<unsigned>{0, 1, 2}));
+    EXPECT_EQ(m.lcores[2].cpus, std::vector<unsigned>{1});
+    EXPECT_EQ(eal_ok({"--lcores", "(0-1)@(0-1)"}).lcores[1].cpus, (std::vector<unsigned>{0, 1}));
+  }
+}
+
+TEST(EalArgs, CoreMask) {
+  EXPECT_EQ(ids(eal_ok({"-c", "0x1"})), std::vector<unsigned>{0});
+  EXPECT_EQ(ids(eal_ok({"-c", "1"})), std::vector<unsigned>{0});
+  if (have_cpus(2)) {
+    EXPECT_EQ(ids(eal_ok({"-c", "0x3"})), (std::vector<unsigned>{0, 1}));
+  }
+  const std::string e = eal_error({"-c", "0x0"});
+  EXPECT_HAS(e, "-c");
+  EXPECT_HAS(e, "0x3");
+  EXPECT_HAS(eal_error({"-c", "zz"}), "hexadecimal");
+}
+
+TEST(EalArgs, DefaultLcoresAreEveryAvailableCpu) {
+  const EalOptions o = eal_ok({"--vdev", "net_null0"});
+  EXPECT_EQ(ids(o), available_cpus());
+  EXPECT_EQ(o.main_lcore, available_cpus().front());
+}
+
+TEST(EalArgs, MainLcore) {
+  if (!have_cpus(2)) GTEST_SKIP() << "needs CPUs 0 and 1";
+  EXPECT_EQ(eal_ok({"-l", "0-1", "--main-lcore", "1"}).main_lcore, 1u);
+  EXPECT_EQ(eal_ok({"-l", "0-1", "--main-lcore=1"}).main_lcore, 1u);
+  const std::string e = eal_error(argv({"-l", "0-1", "--main-lcore", "5"}));
+  EXPECT_HAS(e, "--main-lcore");
+  EXPECT_HAS(e, "5");
+}
+
+TEST(EalArgs, LcoreListNamingAMissingCpuPointsToLcores) {
+  const unsigned missing = available_cpus().back() + 1;
+  if (missing >= max_lcores) GTEST_SKIP() << "every lcore id is a CPU here";
+  const std::string list = fmt::format("0-{}", missing);
+  const std::string e = eal_error({"-l", list});
+  EXPECT_HAS(e, "-l");
+  EXPECT_HAS(e, list);
+  EXPECT_HAS(e, fmt::format("CPU {}", missing));
+  EXPECT_HAS(e, "available");
+  EXPECT_HAS(e, "--lcores");
+  if (available_cpus().size() < 64) {
+    const std::string e63 = eal_error(argv({"-l", "0-63"}));
+    EXPECT_HAS(e63, "'0-63'");
+    EXPECT_HAS(e63, "--lcores '0@0,1@0'");
+  }
+  // The same in a mask and in a --lcores map (there the CPU itself must exist).
+  EXPECT_HAS(eal_error({"-c", fmt::format("{:#x}", 1ull << missing % 64)}), "--lcores");
+  const std::string m = eal_error({"--lcores", fmt::format("0@{}", missing)});
+  EXPECT_HAS(m, "--lcores");
+  EXPECT_HAS(m, fmt::format("CPU {}", missing));
+}
+
+TEST(EalArgs, BadLcoreSyntax) {
+  EXPECT_HAS(eal_error(argv({"-l", "a-b"})), "not a number");
+  EXPECT_HAS(eal_error(argv({"-l", "1-0"})), "backwards");
+  EXPECT_HAS(eal_error(argv({"-l", "0-500"})), "maximum lcore id");
+  EXPECT_HAS(eal_error(argv({"--lcores", "(0@0"})), "unbalanced");
+  EXPECT_HAS(eal_error(argv({"-l", "0,0"})), "twice");
+  const std::string twice = eal_error(argv({"-l", "0", "--lcores", "0@0"}));
+  EXPECT_HAS(twice, "-l");
+  EXPECT_HAS(twice, "--lcores");
+}
+
+// ---------------------------------------------------------------- EAL: devices, memory, logs
+
+TEST(EalArgs, VdevRepeatsInOrderInBothForms) {
+  const EalOptions o = eal_ok({"--vdev", "net_null0,size=128", "--vdev=net_ring0", "--vdev", "net_ring1,peer=net_ring0"});
+  EXPECT_EQ(o.vdevs, (std::vector<std::string>{"net_null0,size=128", "net_ring0", "net_ring1,peer=net_ring0"}));
+  // The value keeps its own '=' signs.
+  EXPECT_EQ(eal_ok({"--vdev=virtio_user0,path=/tmp/vhost0,queues=4"}).vdevs,
+            std::vector<std::string>{"virtio_user0,path=/tmp/vhost0,queues=4"});
+}
+
+TEST(EalArgs, MemoryOptions) {
+  const EalOptions d = eal_ok({});
+  EXPECT_EQ(d.huge, HugePolicy::automatic);
+  EXPECT_EQ(d.memory_mb, 0u);
+  EXPECT_EQ(d.file_prefix, "rte");
+  EXPECT_EQ(d.log_level, LogLevel::notice);
+  EXPECT_TRUE(d.vdevs.empty());
+
+  EXPECT_EQ(eal_ok({"--no-huge"}).huge, HugePolicy::never);
+  EXPECT_EQ(eal_ok({"-m", "512"}).memory_mb, 512u);
+  EXPECT_EQ(eal_ok({"-m=256"}).memory_mb, 256u);
+  EXPECT_EQ(eal_ok({"-m64"}).memory_mb, 64u);
+  EXPECT_EQ(eal_ok({"--socket-mem", "1024,0"}).memory_mb, 1024u);
+  EXPECT_EQ(eal_ok({"--socket-mem=512,512"}).memory_mb, 1024u);
+  EXPECT_EQ(eal_ok({"--socket-mem", "2048"}).memory_mb, 2048u);
+
+  std::string e = eal_error(argv({"-m", "lots"}));
+  EXPECT_HAS(e, "-m");
+  EXPECT_HAS(e, "lots");
+  EXPECT_HAS(e, "megabytes");
+  e = eal_error(argv({"--socket-mem", "1024,x"}));
+  EXPECT_HAS(e, "--socket-mem");
+  EXPECT_HAS(e, "megabytes");
+}
+
+TEST(EalArgs, FilePrefix) {
+  EXPECT_EQ(eal_ok({"--file-prefix=vhost"}).file_prefix, "vhost");
+  EXPECT_EQ(eal_ok({"--file-prefix", "virtio-user"}).file_prefix, "virtio-user");
+  const std::string e = eal_error(argv({"--file-prefix", "a/b"}));
+  EXPECT_HAS(e, "--file-prefix");
+  EXPECT_HAS(e, "without '/'");
+  EXPECT_HAS(eal_error(argv({"--file-prefix="})), "non-empty");
+}
+
+TEST(EalArgs, LogLevelNamesNumbersAndPatterns) {
+  EXPECT_EQ(eal_ok({"--log-level", "debug"}).log_level, LogLevel::debug);
+  EXPECT_EQ(eal_ok({"--log-level=info"}).log_level, LogLevel::info);
+  EXPECT_EQ(eal_ok({"--log-level=error"}).log_level, LogLevel::err);
+  EXPECT_EQ(eal_ok({"--log-level", "8"}).log_level, LogLevel::debug);
+  EXPECT_EQ(eal_ok({"--log-level", "1"}).log_level, LogLevel::emerg);
+  EXPECT_EQ(eal_ok({"--log-level", "pmd.net.*:8"}).log_level, LogLevel::debug);
+  EXPECT_EQ(eal_ok({"--log-level=lib.eal:warning"}).log_level, LogLevel::warning);
+  for (const char* bad : {"loud", "9", "0", "pmd.net.*:", "pmd.net.*:99"}) {
+    const std::string e = eal_error(argv({"--log-level", bad}));
+    EXPECT_HAS(e, "--log-level");
+    EXPECT_HAS(e, bad);
+    EXPECT_HAS(e, "1-8");
+    EXPECT_HAS(e, "debug");
+  }
+}
+
+TEST(EalArgs, CompatibilityFlagsAreAccepted) {
+  const EalOptions o = eal_ok({"--no-pci", "--single-file-segments", "-n", "4", "--in-memory", "--huge-dir",
+                               "/dev/hugepages", "--iova-mode=va", "--proc-type", "primary", "--no-telemetry",
+                               "--vdev", "net_null0"});
+  // Value-taking compat flags consume their value, so what follows still parses.
+  EXPECT_EQ(o.vdevs, std::vector<std::string>{"net_null0"});
+  EXPECT_EQ(eal_ok({"-n=4", "--vdev=net_null0"}).vdevs, std::vector<std::string>{"net_null0"});
+}
+
+TEST(EalArgs, ScenarioCommandLinesParse) {
+  // SCENARIOS.md §2 on a 2-core machine.
+  const EalOptions o = eal_ok({"--lcores", "0@0,1@0", "--socket-mem", "1024,0", "--single-file-segments",
+                               "--file-prefix=virtio-user", "--vdev=virtio_user0,path=/tmp/vhost0,queues=4,in_order=1,packed_vq=1"});
+  EXPECT_EQ(o.lcores.size(), 2u);
+  EXPECT_EQ(o.memory_mb, 1024u);
+  EXPECT_EQ(o.file_prefix, "virtio-user");
+  ASSERT_EQ(o.vdevs.size(), 1u);
+}
+
+// ---------------------------------------------------------------- EAL: errors
+
+TEST(EalArgs, UnknownOptionIsRefusedWithTheAcceptedOnes) {
+  for (const char* bad : {"--bogus", "--pci-whitelist", "-w", "--base-virtaddr=0x1000"}) {
+    const std::string e = eal_error(argv({bad}));
+    EXPECT_HAS(e, std::string("'") + bad + "'");
+    EXPECT_HAS(e, "EAL");
+    EXPECT_HAS(e, "--lcores");
+    EXPECT_HAS(e, "--vdev");
+    EXPECT_HAS(e, "--no-huge");
+  }
+  // A stray positional argument (e.g. a forgotten "--") is refused too.
+  EXPECT_HAS(eal_error(argv({"--vdev", "net_null0", "--forward-mode=io"})), "--forward-mode");
+}
+
+TEST(EalArgs, MissingValueNamesTheOption) {
+  for (const char* opt : {"-l", "--lcores", "-c", "--vdev", "-m", "--socket-mem", "--file-prefix", "--log-level",
+                          "--main-lcore", "-n"}) {
+    const std::string e = eal_error(argv({"--no-huge", opt}));
+    EXPECT_HAS(e, opt);
+    EXPECT_HAS(e, "needs a value");
+  }
+}
+
+// ---------------------------------------------------------------- application options
+
+TEST(AppArgs, DefaultsAreDpdkTestpmds) {
+  const AppOptions o = app_ok({});
+  EXPECT_EQ(o.forward_mode, "io");
+  EXPECT_EQ(o.burst, 32);
+  EXPECT_EQ(o.mbcache, 250u);
+  EXPECT_EQ(o.nb_cores, 1u);
+  EXPECT_EQ(o.rxq, 1);
+  EXPECT_EQ(o.txq, 1);
+  EXPECT_EQ(o.rxd, 0);
+  EXPECT_EQ(o.txd, 0);
+  EXPECT_EQ(o.txpkts, std::vector<std::uint16_t>{64});
+  EXPECT_EQ(o.mbuf_size, 2176);
+  EXPECT_EQ(o.total_num_mbufs, 0u);
+  EXPECT_EQ(o.flowgen_clones, 0);
+  EXPECT_EQ(o.topology, Topology::paired);
+  EXPECT_FALSE(o.nb_ports.has_value());
+  EXPECT_TRUE(o.eth_peers.empty());
+  EXPECT_EQ(o.stats_period_s, 0u);
+  EXPECT_EQ(o.tx_first, 0u);
+  EXPECT_FALSE(o.interactive);
+  EXPECT_FALSE(o.auto_start);
+  EXPECT_EQ(o.duration_s, 0.0);
+  EXPECT_TRUE(o.summary_json.empty());
+  EXPECT_FALSE(o.record_core_cycles);
+}
+
+TEST(AppArgs, EqualsAndSeparateValueFormsAgree) {
+  const AppOptions a = app_ok({"--forward-mode=mac", "--burst=64", "--nb-cores=2", "--rxq=4", "--txq=4",
+                               "--rxd=512", "--txd=4096", "--mbcache=128", "--total-num-mbufs=8192",
+                               "--stats-period=1", "--flowgen-clones=16", "--nb-ports=2", "--mbuf-size=4096"});
+  const AppOptions b = app_ok({"--forward-mode", "mac", "--burst", "64", "--nb-cores", "2", "--rxq", "4", "--txq",
+                               "4", "--rxd", "512", "--txd", "4096", "--mbcache", "128", "--total-num-mbufs",
+                               "8192", "--stats-period", "1", "--flowgen-clones", "16", "--nb-ports", "2",
+                               "--mbuf-size", "4096"});
+  for (const AppOptions* o : {&a, &b}) {
+    EXPECT_EQ(o->forward_mode, "mac");
+    EXPECT_EQ(o->burst, 64);
+    EXPECT_EQ(o->nb_cores, 2u);
+    EXPECT_EQ(o->rxq, 4);
+    EXPECT_EQ(o->txq, 4);
+    EXPECT_EQ(o->rxd, 512);
+    EXPECT_EQ(o->txd, 4096);
+    EXPECT_EQ(o->mbcache, 128u);
+    EXPECT_EQ(o->total_num_mbufs, 8192u);
+    EXPECT_EQ(o->stats_period_s, 1u);
+    EXPECT_EQ(o->flowgen_clones, 16);
+    EXPECT_EQ(o->nb_ports, 2u);
+    EXPECT_EQ(o->mbuf_size, 4096);
+  }
+}
+
+TEST(AppArgs, EveryForwardModeIsAccepted) {
+  for (std::string_view m : forward_mode_names()) {
+    const std::string opt = "--forward-mode=" + std::string(m);
+    auto r = parse_app_args(argv({opt.c_str()}));
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_EQ(r->forward_mode, m);
+  }
+  EXPECT_EQ(forward_mode_names().size(), 6u);
+}
+
+TEST(AppArgs, BurstLimits) {
+  EXPECT_EQ(app_ok({"--burst=1"}).burst, 1);
+  EXPECT_EQ(app_ok({"--burst=512"}).burst, 512);
+  for (const char* bad : {"--burst=513", "--burst=1024", "--burst=0"}) {
+    const std::string e = app_error(argv({bad}));
+    EXPECT_HAS(e, "--burst");
+    EXPECT_HAS(e, "512");
+  }
+  const std::string e = app_error(argv({"--burst", "many"}));
+  EXPECT_HAS(e, "--burst=many");
+  EXPECT_HAS(e, "[1, 512]");
+}
+
+TEST(AppArgs, TxpktsSegments) {
+  EXPECT_EQ(app_ok({"--txpkts=64,1400"}).txpkts, (std::vector<std::uint16_t>{64, 1400}));
+  EXPECT_EQ(app_ok({"--txpkts", "1500"}).txpkts, std::vector<std::uint16_t>{1500});
+  EXPECT_EQ(app_ok({"--txpkts=42,1,1,1,1,1,1,1"}).txpkts.size(), 8u);
+
+  std::string e = app_error(argv({"--txpkts=64,64,64,64,64,64,64,64,64"}));
+  EXPECT_HAS(e, "--txpkts");
+  EXPECT_HAS(e, "at most 8 segments");
+  e = app_error(argv({"--txpkts=20,100"}));
+  EXPECT_HAS(e, "--txpkts=20,100");
+  EXPECT_HAS(e, "first segment");
+  EXPECT_HAS(e, "42");
+  e = app_error(argv({"--txpkts=40"}));
+  EXPECT_HAS(e, "--txpkts=40");
+  EXPECT_HAS(e, "42");
+  for (const char* bad : {"--txpkts=64,abc", "--txpkts=", "--txpkts=64,", "--txpkts=0", "--txpkts=70000"}) {
+    e = app_error(argv({bad}));
+    EXPECT_HAS(e, "--txpkts");
+    EXPECT_HAS(e, "[1, 65535]");
+  }
+}
+
+TEST(AppArgs, TxpktsSegmentsMustFitAnMbuf) {
+  EXPECT_EQ(app_ok({"--txpkts=2048"}).txpkts, std::vector<std::uint16_t>{2048});  // 2176 - 128 headroom
+  EXPECT_EQ(app_ok({"--txpkts=1500,1500"}).txpkts.size(), 2u);
+  const std::string e = app_error(argv({"--txpkts=64,2049"}));
+  EXPECT_HAS(e, "--txpkts=64,2049");
+  EXPECT_HAS(e, "2048");
+  EXPECT_HAS(e, "--mbuf-size");
+  // --mbuf-size may come before or after --txpkts.
+  EXPECT_EQ(app_ok({"--txpkts=4000", "--mbuf-size=4224"}).txpkts, std::vector<std::uint16_t>{4000});
+  EXPECT_EQ(app_ok({"--mbuf-size=4224", "--txpkts=4000"}).txpkts, std::vector<std::uint16_t>{4000});
+  EXPECT_HAS(app_error(argv({"--mbuf-size=1024", "--txpkts=1000"})), "896");
+}
+
+TEST(AppArgs, EthPeer) {
+  const AppOptions o = app_ok({"--eth-peer=0,02:00:00:00:00:09", "--eth-peer", "1,02:00:00:00:00:0a"});
+  ASSERT_EQ(o.eth_peers.size(), 2u);
+  EXPECT_EQ(o.eth_peers.at(0), (MacAddress{{0x02, 0, 0, 0, 0, 0x09}}));
+  EXPECT_EQ(o.eth_peers.at(1), (MacAddress{{0x02, 0, 0, 0, 0, 0x0a}}));
+  std::string e = app_error(argv({"--eth-peer=0"}));
+  EXPECT_HAS(e, "--eth-peer=0");
+  EXPECT_HAS(e, "PORT,XX:XX:XX:XX:XX:XX");
+  e = app_error(argv({"--eth-peer=0,02:00:zz"}));
+  EXPECT_HAS(e, "--eth-peer=0,02:00:zz");
+  EXPECT_HAS(app_error(argv({"--eth-peer=64,02:00:00:00:00:09"})), "[0, 63]");
+}
+
+TEST(AppArgs, RunControlFlags) {
+  const AppOptions o = app_ok({"--tx-first", "--duration", "0.5", "--summary-json", "/tmp/s.json",
+                               "--disable-crc-strip", "--auto-start", "-i", "--record-core-cycles",
+                               "--cmdline-file=/tmp/cmds", "--port-topology=chained"});
+  EXPECT_EQ(o.tx_first, 1u);
+  EXPECT_DOUBLE_EQ(o.duration_s, 0.5);
+  EXPECT_EQ(o.summary_json, "/tmp/s.json");
+  EXPECT_TRUE(o.auto_start);
+  EXPECT_TRUE(o.interactive);
+  EXPECT_TRUE(o.record_core_cycles);
+  EXPECT_EQ(o.cmdline_file, "/tmp/cmds");
+  EXPECT_EQ(o.topology, Topology::chained);
+  EXPECT_DOUBLE_EQ(app_ok({"--duration=2.2"}).duration_s, 2.2);
+  EXPECT_EQ(app_ok({"--summary-json=out.json"}).summary_json, "out.json");
+  EXPECT_TRUE(app_ok({"-a"}).auto_start);
+  EXPECT_TRUE(app_ok({"--interactive"}).interactive);
+  EXPECT_EQ(app_ok({"--port-topology", "loop"}).topology, Topology::loop);
+  for (const char* bad : {"--duration=0", "--duration=-1", "--duration=soon", "--duration="}) {
+    const std::string e = app_error(argv({bad}));
+    EXPECT_HAS(e, "--duration");
+    EXPECT_HAS(e, "seconds > 0");
+  }
+  const std::string e = app_error(argv({"--port-topology=ring"}));
+  EXPECT_HAS(e, "ring");
+  EXPECT_HAS(e, "paired, chained, loop");
+}
+
+TEST(AppArgs, ScenarioCommandLinesParse) {
+  // SCENARIOS.md §1 and §2, exactly as users write them.
+  const AppOptions f = app_ok({"--forward-mode=flowgen", "--rxq=6", "--txq=6", "--disable-crc-strip", "--burst=512",
+                               "--flowgen-clones=512", "--txd=4096", "--stats-period=1", "--txpkts=64"});
+  EXPECT_EQ(f.flowgen_clones, 512);
+  EXPECT_EQ(f.burst, 512);
+  const AppOptions v = app_ok({"--forward-mode=mac", "-i", "--rxq=4", "--txq=4", "--nb-cores", "4"});
+  EXPECT_EQ(v.nb_cores, 4u);
+  EXPECT_TRUE(v.interactive);
+}
+
+// ---------------------------------------------------------------- application errors
+
+TEST(AppArgs, UnknownOptionListsTheAcceptedOnes) {
+  for (const char* bad : {"--bogus", "--rss-udp", "--burst-size=32", "32"}) {
+    const std::string e = app_error(argv({bad}));
+    EXPECT_HAS(e, std::string("'") + bad + "'");
+    EXPECT_HAS(e, "--forward-mode");
+    EXPECT_HAS(e, "--burst");
+    EXPECT_HAS(e, "--txpkts");
+  }
+}
+
+TEST(AppArgs, UnknownForwardModeListsTheModes) {
+  const std::string e = app_error(argv({"--forward-mode=nope"}));
+  EXPECT_HAS(e, "--forward-mode");
+  EXPECT_HAS(e, "nope");
+  for (std::string_view m : forward_mode_names()) EXPECT_HAS(e, m);
+}
+
+TEST(AppArgs, OutOfRangeNumbersNameTheRange) {
+  struct Case {
+    const char* arg;
+    const char* range;
+  };
+  for (const Case& c : {Case{"--mbcache=513", "[0, 512]"}, Case{"--nb-cores=0", "[1, "}, Case{"--rxq=0", "[1, 64]"},
+                        Case{"--txq=65", "[1, 64]"}, Case{"--flowgen-clones=513", "[0, 512]"},
+                        Case{"--total-num-mbufs=10", "[1025, "}, Case{"--rxd=70000", "[1, 65535]"},
+                        Case{"--stats-period=-1", "[0, 86400]"}}) {
+    const std::string e = app_error(argv({c.arg}));
+    EXPECT_HAS(e, c.arg);
+    EXPECT_HAS(e, c.range);
+  }
+}
+
+TEST(AppArgs, MissingValueNamesTheOption) {
+  for (const char* opt : {"--burst", "--forward-mode", "--txpkts", "--nb-cores", "--duration", "--eth-peer"}) {
+    const std::string e = app_error(argv({"--rxq=1", opt}));
+    EXPECT_HAS(e, opt);
+    EXPECT_HAS(e, "needs a value");
+  }
+}
+
+TEST(AppArgs, FlagsTakeNoValue) {
+  for (const char* bad : {"--tx-first=3", "--auto-start=1", "--disable-crc-strip=0", "-i=1"}) {
+    const std::string e = app_error(argv({bad}));
+    EXPECT_HAS(e, std::string(bad).substr(0, std::string(bad).find('=')));
+    EXPECT_HAS(e, "takes no value");
+  }
+  // A following word is not swallowed as the flag's value: it is parsed (and refused) on its own.
+  EXPECT_HAS(app_error(argv({"--tx-first", "3"})), "'3'");
+}
+
+}  // namespace
+}  // namespace ws::testpmd
