@@ -211,16 +211,18 @@ class RingPorts(TestpmdCase):
         self.assertGreater(t["rx_packets"], 0, t)
         in_flight = t["tx_packets"] - t["rx_packets"]
         self.assertTrue(0 <= in_flight <= t["generated"], t)
-        self.assert_bytes_per_packet(s, rx_size=64, tx_size=64)
+        # Bytes are counted only with count_bytes=1 (the last device asks for it; the first not).
+        self.assert_bytes_per_packet({"ports": s["ports"][1:]}, rx_size=64, tx_size=64)
+        self.assertEqual(s["ports"][0]["rx_bytes"] + s["ports"][0]["tx_bytes"], 0, s["ports"][0])
         for p in s["ports"]:
             self.assertEqual(p["driver"], "net_ring")
             self.assertGreater(p["tx_packets"], 0, p)
 
     def test_two_loopback_ring_ports_with_tx_first(self):
-        self.check_circulates(["--vdev", "net_ring0", "--vdev", "net_ring1"])
+        self.check_circulates(["--vdev", "net_ring0", "--vdev", "net_ring1,count_bytes=1"])
 
     def test_paired_ring_ports_with_tx_first(self):
-        self.check_circulates(["--vdev", "net_ring0", "--vdev", "net_ring1,peer=net_ring0"])
+        self.check_circulates(["--vdev", "net_ring0", "--vdev", "net_ring1,peer=net_ring0,count_bytes=1"])
 
     def test_named_tx_ring_nobody_reads_is_drained_at_exit(self):
         # txonly into a named ring with no reader: it fills, the rest is dropped, and at exit
@@ -335,8 +337,10 @@ class Prompt(TestpmdCase):
         with open(path, "w") as f:
             f.write("start\nshow port stats all\n")
         run = self.run_testpmd(EAL + NULL2, ["-i", "--cmdline-file", path] + POOL, stdin_text="stop\nquit\n")
-        s = self.check_prompt_run(run)
-        self.assertGreater(s["totals"]["rx_packets"], 0)
+        self.check_prompt_run(run)
+        # The file's "start" ran before the prompt's "stop" (how many bursts fit between them
+        # depends on scheduling, so no packet count is asserted).
+        self.assertLess(run.stdout.index("packet forwarding - ports="), run.stdout.index("Telling cores to stop"))
 
 
 class Signals(TestpmdCase):

@@ -47,9 +47,8 @@ class Mempool {
       }
     }
     // Hand out the most recently returned objects first: they are the warmest.
-    void** top = &c.objs[c.len];
-    for (std::uint32_t i = 0; i < n; ++i) out[i] = *--top;
     c.len -= n;
+    copy_burst(out.data(), &c.objs[c.len], n);
     return true;
   }
 
@@ -67,7 +66,7 @@ class Mempool {
       ring_->enqueue_bulk(std::span<void* const>(c.objs.data(), c.len));
       c.len = 0;
     }
-    std::memcpy(&c.objs[c.len], objs.data(), n * sizeof(void*));
+    copy_burst(&c.objs[c.len], objs.data(), n);
     c.len += n;
   }
 

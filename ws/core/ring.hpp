@@ -15,6 +15,7 @@
 #include <span>
 #include <type_traits>
 
+#include "ws/core/copy.hpp"
 #include "ws/core/cpu.hpp"
 #include "ws/core/result.hpp"
 
@@ -141,23 +142,20 @@ class Ring {
     return n;
   }
 
-  // Element-wise copies, not memcpy: a caller that reads the elements right after a dequeue
-  // (drivers reading each mbuf) then loads them from same-width stores, which store-to-load
-  // forwarding handles; wide memcpy stores followed by 8-byte loads stall it.
   void copy_in(std::uint32_t head, const T* src, std::uint32_t n) noexcept {
     const std::uint32_t idx = head & mask_;
     const std::uint32_t first = std::min(n, capacity_ - idx);
-    T* slots = slots_.get();
-    for (std::uint32_t i = 0; i < first; ++i) slots[idx + i] = src[i];
-    for (std::uint32_t i = first; i < n; ++i) slots[i - first] = src[i];
+    copy_burst(slots_.get() + idx, src, first);
+    if (first < n) [[unlikely]]
+      copy_burst(slots_.get(), src + first, n - first);
   }
 
   void copy_out(std::uint32_t head, T* dst, std::uint32_t n) const noexcept {
     const std::uint32_t idx = head & mask_;
     const std::uint32_t first = std::min(n, capacity_ - idx);
-    const T* slots = slots_.get();
-    for (std::uint32_t i = 0; i < first; ++i) dst[i] = slots[idx + i];
-    for (std::uint32_t i = first; i < n; ++i) dst[i] = slots[i - first];
+    copy_burst(dst, slots_.get() + idx, first);
+    if (first < n) [[unlikely]]
+      copy_burst(dst + first, slots_.get(), n - first);
   }
 
   // Read-only after creation.

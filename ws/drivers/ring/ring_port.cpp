@@ -17,15 +17,17 @@ constexpr std::array ring_params = {
     ParamSpec{"peer", "string", "", "name of the port to pair with (its TX is our RX and back)"},
     ParamSpec{"rx_ring", "string", "", "receive from the named ring (queue q uses NAME.q when queues > 1)"},
     ParamSpec{"tx_ring", "string", "", "transmit to the named ring"},
+    ParamSpec{"count_bytes", "bool", "0", "read each mbuf's length to count ibytes/obytes (DPDK's ring PMD does not)"},
 };
 
 class RingDriver;
 
 class RingPort final : public Port {
  public:
-  RingPort(RingDriver& driver, std::string name, std::uint32_t ring_size, std::string rx_ring, std::string tx_ring)
+  RingPort(RingDriver& driver, std::string name, std::uint32_t ring_size, std::string rx_ring, std::string tx_ring,
+           bool count_bytes)
       : Port(std::move(name), "net_ring"), driver_(driver), ring_size_(ring_size), rx_name_(std::move(rx_ring)),
-        tx_name_(std::move(tx_ring)) {
+        tx_name_(std::move(tx_ring)), count_bytes_(count_bytes) {
     mac_ = MacAddress{{0x02, 0x72, 0x6e, 0x67, 0x00, 0x00}};
   }
 
@@ -64,6 +66,7 @@ class RingPort final : public Port {
   RingDriver& driver_;
   std::uint32_t ring_size_;
   std::string rx_name_, tx_name_;
+  bool count_bytes_;
   std::vector<std::unique_ptr<ring_pmd::RxQueue>> rxq_;
   std::vector<std::unique_ptr<ring_pmd::TxQueue>> txq_;
 };
@@ -78,6 +81,8 @@ class RingDriver final : public Driver {
     if (!size) return std::unexpected(size.error());
     if (!std::has_single_bit(*size))
       return fail("device '{}': key 'size' has value {}, expected a power of two (e.g. 1024)", args.name(), *size);
+    auto count_bytes = args.get_bool("count_bytes", false);
+    if (!count_bytes) return std::unexpected(count_bytes.error());
     const std::string peer = args.get_string("peer", "");
     if (peer == args.name()) return fail("device '{}': key 'peer' names the port itself", args.name());
     // Every check before the pairing is recorded: a refused device must leave no pairing behind.
@@ -90,7 +95,7 @@ class RingDriver final : public Driver {
       peers_[args.name()] = peer;
     }
     return std::make_unique<RingPort>(*this, args.name(), static_cast<std::uint32_t>(*size),
-                                      args.get_string("rx_ring", ""), args.get_string("tx_ring", ""));
+                                      args.get_string("rx_ring", ""), args.get_string("tx_ring", ""), *count_bytes);
   }
 
   std::string peer_of(const std::string& port) const {
@@ -136,6 +141,7 @@ Result<void> RingPort::setup_rx_queue(std::uint16_t queue, const RxQueueConfig&)
   auto r = driver_.ring(ring_name(true, queue), ring_size_);
   if (!r) return std::unexpected(r.error());
   rxq_[queue]->ring = *r;
+  rxq_[queue]->count_bytes = count_bytes_;
   return {};
 }
 
@@ -144,6 +150,7 @@ Result<void> RingPort::setup_tx_queue(std::uint16_t queue, const TxQueueConfig&)
   auto r = driver_.ring(ring_name(false, queue), ring_size_);
   if (!r) return std::unexpected(r.error());
   txq_[queue]->ring = *r;
+  txq_[queue]->count_bytes = count_bytes_;
   return {};
 }
 

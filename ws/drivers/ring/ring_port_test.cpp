@@ -61,7 +61,7 @@ class RingPortTest : public ::testing::Test {
 };
 
 TEST_F(RingPortTest, LoopbackReturnsWhatWasSentInOrder) {
-  auto port = create("net_ring0");
+  auto port = create("net_ring0,count_bytes=1");
   ASSERT_TRUE(port);
   start(*port);
   auto sent = packets(10, 64);
@@ -80,9 +80,28 @@ TEST_F(RingPortTest, LoopbackReturnsWhatWasSentInOrder) {
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 
+TEST_F(RingPortTest, BytesAreCountedOnlyWhenAsked) {
+  // As DPDK's ring PMD: pointer rings do not read the packets unless count_bytes=1.
+  auto port = create("net_ring0");
+  ASSERT_TRUE(port);
+  start(*port);
+  auto sent = packets(4, 64);
+  ASSERT_EQ(port->tx_burst(0, sent.data(), 4), 4);
+  std::vector<Mbuf*> got(4);
+  ASSERT_EQ(port->rx_burst(0, got.data(), 4), 4);
+  const PortStats s = port->stats();
+  EXPECT_EQ(s.opackets, 4u);
+  EXPECT_EQ(s.ipackets, 4u);
+  EXPECT_EQ(s.obytes, 0u);
+  EXPECT_EQ(s.ibytes, 0u);
+  EXPECT_FALSE(create_error("net_ring1,count_bytes=2").empty());
+  mbuf_free_bulk(got);
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
 TEST_F(RingPortTest, PeersCrossTheirRings) {
-  auto p0 = create("net_ring0");
-  auto p1 = create("net_ring1,peer=net_ring0");
+  auto p0 = create("net_ring0,count_bytes=1");
+  auto p1 = create("net_ring1,peer=net_ring0,count_bytes=1");
   ASSERT_TRUE(p0 && p1);
   start(*p0);
   start(*p1);
@@ -145,7 +164,7 @@ TEST_F(RingPortTest, NamedRingsConnectPorts) {
 }
 
 TEST_F(RingPortTest, FullRingTakesWhatFitsAndCountsTheRest) {
-  auto port = create("net_ring0,size=4");
+  auto port = create("net_ring0,size=4,count_bytes=1");
   ASSERT_TRUE(port);
   start(*port);
   auto a = packets(6, 100);

@@ -8,34 +8,40 @@ namespace ws::ring_pmd {
 
 using MbufRing = Ring<Mbuf*>;
 
+// Byte counts need a read of every mbuf, which pointer rings otherwise never touch (DPDK's
+// ring PMD counts no bytes), so they are off unless the device asks (count_bytes=1).
 struct alignas(cache_line_bytes) RxQueue : QueueBase {
   MbufRing* ring = nullptr;
+  bool count_bytes = false;
   RxQueueCounters counters;
 
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
     const auto got = static_cast<std::uint16_t>(ring->dequeue_burst(std::span<Mbuf*>(pkts, n)));
-    std::uint64_t bytes = 0;
-    for (std::uint16_t i = 0; i < got; ++i) bytes += pkts[i]->pkt_len;
     counters.packets.add(got);
-    counters.bytes.add(bytes);
+    if (count_bytes) [[unlikely]] {
+      std::uint64_t bytes = 0;
+      for (std::uint16_t i = 0; i < got; ++i) bytes += pkts[i]->pkt_len;
+      counters.bytes.add(bytes);
+    }
     return got;
   }
 };
 
 struct alignas(cache_line_bytes) TxQueue : QueueBase {
   MbufRing* ring = nullptr;
+  bool count_bytes = false;
   TxQueueCounters counters;
 
   std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
-    std::uint64_t bytes = 0;
-    for (std::uint16_t i = 0; i < n; ++i) bytes += pkts[i]->pkt_len;
     const auto sent = static_cast<std::uint16_t>(ring->enqueue_burst(std::span<Mbuf* const>(pkts, n)));
-    if (sent < n) [[unlikely]] {
-      for (std::uint16_t i = sent; i < n; ++i) bytes -= pkts[i]->pkt_len;
+    if (sent < n) [[unlikely]]
       counters.full.add(n - sent);
-    }
     counters.packets.add(sent);
-    counters.bytes.add(bytes);
+    if (count_bytes) [[unlikely]] {
+      std::uint64_t bytes = 0;
+      for (std::uint16_t i = 0; i < sent; ++i) bytes += pkts[i]->pkt_len;
+      counters.bytes.add(bytes);
+    }
     return sent;
   }
 };
