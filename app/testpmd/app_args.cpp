@@ -8,12 +8,12 @@
 #include <fmt/ranges.h>
 
 #include "ws/core/mbuf.hpp"
+#include "app/testpmd/fwd/engine.hpp"
 #include "ws/core/mempool.hpp"
 
 namespace ws::testpmd {
 namespace {
 
-constexpr std::string_view mode_names[] = {"io", "mac", "macswap", "flowgen", "txonly", "rxonly"};
 
 Result<std::uint64_t> parse_uint(std::string_view option, std::string_view v, std::uint64_t min, std::uint64_t max) {
   std::uint64_t n = 0;
@@ -64,8 +64,7 @@ const std::vector<OptionSpec>& option_table() {
   static const std::vector<OptionSpec> table = {
       {"--forward-mode", true,
        [](AppOptions& o, std::string_view v) -> Result<void> {
-         if (std::find(std::begin(mode_names), std::end(mode_names), v) == std::end(mode_names))
-           return fail("--forward-mode={}: unknown mode (accepted: io, mac, macswap, flowgen, txonly, rxonly)", v);
+         if (!find_engine(v)) return fail("--forward-mode={}: unknown mode (accepted: {})", v, engine_names());
          o.forward_mode = std::string(v);
          return {};
        }},
@@ -142,8 +141,6 @@ const std::vector<OptionSpec>& option_table() {
 }
 
 }  // namespace
-
-std::span<const std::string_view> forward_mode_names() { return mode_names; }
 
 std::string app_usage() {
   std::string names;

@@ -47,7 +47,5 @@ struct AppOptions {
 
 Result<AppOptions> parse_app_args(std::span<const std::string> args);
 std::string app_usage();
-// Names of the forwarding modes this build has ("io", "mac", ...).
-std::span<const std::string_view> forward_mode_names();
 
 }  // namespace ws::testpmd

@@ -50,7 +50,7 @@ const std::vector<Command>& commands() {
       {{"set", "fwd"}, "MODE", "forwarding mode: io mac macswap flowgen txonly rxonly",
        [](Testpmd& tp, const std::vector<std::string>& a) {
          if (a.size() != 1) {
-           std::printf("error: set fwd MODE (io, mac, macswap, flowgen, txonly, rxonly)\n");
+           std::printf("error: set fwd MODE (%s)\n", engine_names().c_str());
            return;
          }
          auto r = tp.set_forward_mode(a[0]);

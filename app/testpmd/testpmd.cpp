@@ -160,7 +160,7 @@ Result<void> Testpmd::setup_streams() {
 Result<void> Testpmd::set_forward_mode(std::string_view mode) {
   if (forwarding()) return fail("stop forwarding before changing the mode");
   const Engine* e = find_engine(mode);
-  if (!e) return fail("forward mode '{}' does not exist (accepted: io, mac, macswap, flowgen, txonly, rxonly)", mode);
+  if (!e) return fail("forward mode '{}' does not exist (accepted: {})", mode, engine_names());
   engine_ = e;
   app_.forward_mode = std::string(mode);
   return {};

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -124,8 +125,12 @@ Engine flowgen_engine();
 Engine txonly_engine();
 Engine rxonly_engine();
 
+// Every engine, in the order help lists them.
+std::span<const Engine> all_engines();
 // The engine called `name`; nullptr if none.
 const Engine* find_engine(std::string_view name);
+// "io, mac, macswap, ..." for help and error messages.
+std::string engine_names();
 
 // The UDP/IPv4 frame header txonly and flowgen write (42 bytes), for TX port `port`.
 std::array<std::uint8_t, udp_header_bytes> udp_frame_header(const FwdConfig& config, std::uint16_t port, std::uint32_t length);

@@ -1,16 +1,31 @@
 // The table of forwarding engines.
 #include <array>
+#include <string>
 
 #include "app/testpmd/fwd/engine.hpp"
 
 namespace ws::testpmd {
 
-const Engine* find_engine(std::string_view name) {
+std::span<const Engine> all_engines() {
+  // One line per engine: its file under fwd/ defines the function.
   static const std::array engines = {io_engine(),      mac_engine(),    macswap_engine(),
                                      flowgen_engine(), txonly_engine(), rxonly_engine()};
-  for (const auto& e : engines)
+  return engines;
+}
+
+const Engine* find_engine(std::string_view name) {
+  for (const auto& e : all_engines())
     if (e.name == name) return &e;
   return nullptr;
+}
+
+std::string engine_names() {
+  std::string out;
+  for (const auto& e : all_engines()) {
+    if (!out.empty()) out += ", ";
+    out += e.name;
+  }
+  return out;
 }
 
 }  // namespace ws::testpmd
