@@ -108,6 +108,21 @@ inline void drop_unsent(Stream& s, Mbuf** pkts, std::uint16_t n, std::uint16_t s
   }
 }
 
+// The shape of every receive-edit-send engine: receive a burst, let `edit(pkts, n)` change the
+// packets in place, send them to the peer; what TX refuses is dropped. `edit` is inlined.
+template <class Edit>
+inline std::uint16_t receive_edit_send(Stream& s, Edit edit) noexcept {
+  Mbuf* pkts[max_burst_slots];
+  const std::uint16_t n = s.rx_port->rx_burst(s.rx_queue, pkts, s.config->burst);
+  if (n == 0) return 0;
+  s.rx_packets.add(n);
+  edit(pkts, n);
+  const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
+  s.tx_packets.add(sent);
+  drop_unsent(s, pkts, n, sent);
+  return n;
+}
+
 // Set the fields dpdk-testpmd's mac/macswap engines set for TX (no offloads requested).
 inline void set_tx_fields(Mbuf* m) noexcept {
   m->ol_flags &= mbuf_flag::indirect;
