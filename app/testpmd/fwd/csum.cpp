@@ -1,0 +1,104 @@
+// csum: dpdk-testpmd's checksum-forward mode. Each packet is parsed (packet type, l2/l3/l4
+// lengths); with --enable-rx-cksum its checksums are verified in software when the port gave
+// no verdict, and bad ones counted; MAC addresses are rewritten as in mac mode; then the IPv4
+// header and TCP/UDP checksums are recomputed in software, or requested from the TX port
+// through ol_flags, per FwdConfig::csum (`csum set ip|udp|tcp hw|sw`).
+#include <cstring>
+
+#include "app/testpmd/fwd/engine.hpp"
+#include "ws/net/checksum.hpp"
+#include "ws/net/ptype.hpp"
+#include "ws/net/rss.hpp"
+
+namespace ws::testpmd {
+namespace {
+
+constexpr std::uint64_t rx_cksum_flags =
+    mbuf_flag::rx_ip_cksum_good | mbuf_flag::rx_ip_cksum_bad | mbuf_flag::rx_l4_cksum_good | mbuf_flag::rx_l4_cksum_bad;
+
+// Count what the port (or our software check) says about the received checksums.
+inline void count_rx_verdict(Stream& s, Mbuf* m) noexcept {
+  if (s.config->rx_cksum && (m->ol_flags & rx_cksum_flags) == 0) verify_checksums(*m);
+  if (m->ol_flags & mbuf_flag::rx_ip_cksum_bad) s.rx_bad_ip_csum.add(1);
+  if (m->ol_flags & mbuf_flag::rx_l4_cksum_bad) s.rx_bad_l4_csum.add(1);
+}
+
+// Recompute (sw) or request (hw) the checksums of one parsed packet whose headers sit in its
+// first segment. For a hw request the L4 checksum field holds the pseudo-header sum, as NICs
+// expect (DPDK's rte_ipv4_phdr_cksum).
+inline void process_checksums(const CsumConfig& cfg, Mbuf* m) noexcept {
+  const std::uint32_t pt = m->packet_type;
+  const bool ipv4 = ptype::is_ipv4(pt);
+  if (!ipv4 && !ptype::is_ipv6(pt)) return;
+  const std::uint32_t l4_off = m->l2_len + m->l3_len;
+  if (l4_off + m->l4_len > m->data_len) return;
+  std::uint64_t flags = ipv4 ? mbuf_flag::tx_ipv4 : mbuf_flag::tx_ipv6;
+  std::uint8_t* l3 = m->data() + m->l2_len;
+  if (ipv4) {
+    auto* ip = reinterpret_cast<Ipv4Hdr*>(l3);
+    if (cfg.ip_hw) {
+      ip->hdr_checksum = 0;
+      flags |= mbuf_flag::tx_ip_cksum;
+    } else {
+      ip->hdr_checksum = ipv4_cksum(*ip);  // sums over the old field and takes it out: no store stall
+    }
+  }
+  const std::uint32_t l4 = pt & ptype::l4_mask;
+  const bool tcp = l4 == ptype::l4_tcp;
+  if (!tcp && l4 != ptype::l4_udp) {
+    m->ol_flags |= flags;
+    return;
+  }
+  const bool hw = tcp ? cfg.tcp_hw : cfg.udp_hw;
+  std::uint8_t* field = m->data() + l4_off + (tcp ? offsetof(TcpHdr, cksum) : offsetof(UdpHdr, dgram_cksum));
+  std::uint16_t stored;
+  std::memcpy(&stored, field, 2);
+  if (!tcp && stored == 0 && ipv4) {  // RFC 768: the sender chose no UDP checksum; keep it so
+    m->ol_flags |= flags;
+    return;
+  }
+  if (hw) {
+    const std::uint32_t l4_len = m->pkt_len - l4_off;
+    const std::uint16_t ph = ipv4 ? fold_sum(ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len))
+                                  : fold_sum(ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len,
+                                                             tcp ? ip_proto_tcp : ip_proto_udp));
+    std::memcpy(field, &ph, 2);
+    m->ol_flags |= flags | (tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
+    return;
+  }
+  m->ol_flags |= flags | (tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
+  apply_tx_checksums(*m);  // clears the request it fulfils
+}
+
+std::uint16_t csum_forward(Stream& s) noexcept {
+  Mbuf* pkts[max_burst_slots];
+  const std::uint16_t n = s.rx_port->rx_burst(s.rx_queue, pkts, s.config->burst);
+  if (n == 0) return 0;
+  s.rx_packets.add(n);
+  const FwdConfig& cfg = *s.config;
+  const MacAddress& src = cfg.port_mac[s.tx_port_id];
+  const MacAddress& dst = cfg.peer_mac[s.tx_port_id];
+  for (std::uint16_t i = 0; i < n; ++i) {
+    if (i + 1 < n) prefetch0(pkts[i + 1]->data());
+    Mbuf* m = pkts[i];
+    classify_outer(*m);
+    count_rx_verdict(s, m);
+    if (cfg.rss_types) soft_rss(*m, *cfg.rss_key, cfg.rss_types);
+    m->ol_flags &= mbuf_flag::indirect | mbuf_flag::rx_rss_hash;
+    if (m->data_len >= sizeof(EtherHdr)) {
+      std::memcpy(m->data(), dst.bytes.data(), 6);
+      std::memcpy(m->data() + 6, src.bytes.data(), 6);
+    }
+    process_checksums(cfg.csum, m);
+  }
+  const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
+  s.tx_packets.add(sent);
+  drop_unsent(s, pkts, n, sent);
+  return n;
+}
+
+}  // namespace
+
+Engine csum_engine() { return make_engine<&csum_forward>("csum"); }
+
+}  // namespace ws::testpmd

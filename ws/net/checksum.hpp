@@ -1,0 +1,165 @@
+// Internet checksums (RFC 1071): raw one's-complement sums, IPv4 header, TCP/UDP over IPv4 and
+// IPv6 with the pseudo-header (RFC 768, RFC 9293 §3.1, RFC 8200 §8.1), incremental update
+// (RFC 1624), and RX verification into mbuf flags. The bulk sum has a scalar reference and
+// AVX2/AVX-512 versions; the fastest the CPU supports is chosen once, at load time.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+#include "ws/core/mbuf.hpp"
+#include "ws/net/headers.hpp"
+
+namespace ws {
+
+// Fold a 32-bit (or wider) one's-complement accumulator to 16 bits.
+constexpr std::uint16_t fold_sum(std::uint64_t sum) noexcept {
+  sum = (sum & 0xffffffff) + (sum >> 32);
+  sum = (sum & 0xffffffff) + (sum >> 32);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<std::uint16_t>(sum);
+}
+
+// Sum of `len` bytes as native-order 16-bit words (odd tail padded with zero), plus `sum`,
+// not folded. The reference: simple, obviously right, slow.
+std::uint32_t raw_sum_scalar(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept;
+// The same, vectorised; callable only when the CPU has the instruction set.
+std::uint32_t raw_sum_avx2(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept;
+std::uint32_t raw_sum_avx512(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept;
+
+using RawSumFn = std::uint32_t (*)(const void*, std::size_t, std::uint32_t) noexcept;
+// Chosen once when the library loads; never changes afterwards.
+extern const RawSumFn raw_sum_best;
+// Name of the chosen implementation ("avx512", "avx2", "scalar").
+const char* raw_sum_impl_name() noexcept;
+
+// Short buffers (headers) stay inline: a call through a pointer costs more than the sum.
+inline std::uint32_t raw_sum(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept {
+  if (len > 64) return raw_sum_best(data, len, sum);
+  const auto* p = static_cast<const std::uint8_t*>(data);
+#ifdef __AVX2__
+  // Built for a CPU with AVX2 (WS_NATIVE): 32-byte blocks as in raw_sum_avx2, inline.
+  if (len >= 32) {
+    const __m256i bias = _mm256_set1_epi16(static_cast<short>(0x8000));
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc =
+        _mm256_madd_epi16(_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i_u*>(p)), bias), ones);
+    std::int32_t words = 16;
+    if (len >= 64) {
+      acc = _mm256_add_epi32(
+          acc, _mm256_madd_epi16(_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i_u*>(p + 32)), bias),
+                                 ones));
+      words = 32;
+    }
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    // At most 32 words of magnitude <= 0x8000: the signed total fits in 32 bits.
+    sum += static_cast<std::uint32_t>(_mm_cvtsi128_si32(s4) + words * 0x8000);
+    p += words * 2;
+    len -= static_cast<std::size_t>(words) * 2;
+  }
+#endif
+  // 32-bit words into two 64-bit accumulators (two independent add chains); fold at the end.
+  std::uint64_t a = sum, b = 0;
+  for (; len >= 8; len -= 8, p += 8) {
+    std::uint32_t w[2];
+    std::memcpy(w, p, 8);
+    a += w[0];
+    b += w[1];
+  }
+  if (len >= 4) {
+    std::uint32_t w;
+    std::memcpy(&w, p, 4);
+    a += w;
+    p += 4;
+    len -= 4;
+  }
+  if (len >= 2) {
+    std::uint16_t w;
+    std::memcpy(&w, p, 2);
+    b += w;
+    p += 2;
+    len -= 2;
+  }
+  if (len) a += *p;  // little-endian: the odd byte is the high half of a big-endian word
+  return fold_sum(a + b);
+}
+
+// IPv4 header checksum over ihl*4 bytes with the checksum field counted as zero (RFC 791).
+// The value to store (already in network byte order in memory).
+inline std::uint16_t ipv4_cksum(const Ipv4Hdr& ip) noexcept {
+  const std::size_t len = static_cast<std::size_t>(ip.version_ihl & 0x0f) * 4;
+  const std::uint32_t s = raw_sum(&ip, len) + 0xffffu - ip.hdr_checksum;  // remove the stored field
+  const std::uint16_t r = static_cast<std::uint16_t>(~fold_sum(s));
+  return r;
+}
+
+// Pseudo-header sums (RFC 768 / RFC 9293 §3.1 for IPv4, RFC 8200 §8.1 for IPv6); l4_len is the
+// L4 header plus payload in bytes.
+inline std::uint32_t ipv4_pseudo_sum(const Ipv4Hdr& ip, std::uint32_t l4_len) noexcept {
+  std::uint64_t s = static_cast<std::uint64_t>(ip.src_addr_be & 0xffff) + (ip.src_addr_be >> 16) +
+                    (ip.dst_addr_be & 0xffff) + (ip.dst_addr_be >> 16);
+  s += to_be16(static_cast<std::uint16_t>(ip.next_proto_id)) + to_be16(static_cast<std::uint16_t>(l4_len));
+  return fold_sum(s);
+}
+inline std::uint32_t ipv6_pseudo_sum(const Ipv6Hdr& ip, std::uint32_t l4_len, std::uint8_t proto) noexcept {
+  std::uint64_t s = raw_sum(ip.src_addr, 32);
+  s += to_be32(l4_len) & 0xffff;
+  s += to_be32(l4_len) >> 16;
+  s += to_be16(proto);
+  return fold_sum(s);
+}
+
+// Checksum to store in a TCP/UDP header whose bytes (header + payload, `l4_len` of them,
+// contiguous) start at `l4`, the checksum field being counted as zero by the caller setting it 0
+// first. UDP's zero result is sent as 0xffff (RFC 768).
+inline std::uint16_t ipv4_l4_cksum(const Ipv4Hdr& ip, const void* l4, std::uint32_t l4_len) noexcept {
+  const std::uint16_t c =
+      static_cast<std::uint16_t>(~fold_sum(std::uint64_t{raw_sum(l4, l4_len)} + ipv4_pseudo_sum(ip, l4_len)));
+  return (c == 0 && ip.next_proto_id == ip_proto_udp) ? 0xffff : c;
+}
+inline std::uint16_t ipv6_l4_cksum(const Ipv6Hdr& ip, const void* l4, std::uint32_t l4_len,
+                                   std::uint8_t proto) noexcept {
+  const std::uint16_t c =
+      static_cast<std::uint16_t>(~fold_sum(std::uint64_t{raw_sum(l4, l4_len)} + ipv6_pseudo_sum(ip, l4_len, proto)));
+  return (c == 0 && proto == ip_proto_udp) ? 0xffff : c;
+}
+
+// RFC 1624 eqn. 3: the new checksum HC' = ~(~HC + ~m + m') after a 16-bit field changes from
+// old_be to new_be (all in network byte order as stored).
+constexpr std::uint16_t cksum_update16(std::uint16_t cksum, std::uint16_t old_be, std::uint16_t new_be) noexcept {
+  const std::uint32_t s =
+      static_cast<std::uint32_t>(static_cast<std::uint16_t>(~cksum)) + static_cast<std::uint16_t>(~old_be) + new_be;
+  return static_cast<std::uint16_t>(~fold_sum(s));
+}
+constexpr std::uint16_t cksum_update32(std::uint16_t cksum, std::uint32_t old_be, std::uint32_t new_be) noexcept {
+  return cksum_update16(cksum_update16(cksum, static_cast<std::uint16_t>(old_be), static_cast<std::uint16_t>(new_be)),
+                        static_cast<std::uint16_t>(old_be >> 16), static_cast<std::uint16_t>(new_be >> 16));
+}
+
+// Sum of `len` bytes starting `offset` bytes into packet `m`, across segments. Word alignment
+// is kept across segment boundaries (an odd split swaps the following bytes' lanes).
+std::uint32_t mbuf_raw_sum(const Mbuf& m, std::uint32_t offset, std::uint32_t len) noexcept;
+
+// Results of checking one packet (see verify_checksums).
+struct CksumStatus {
+  bool ip_checked = false, ip_good = false;
+  bool l4_checked = false, l4_good = false;
+};
+
+// Verify the IPv4 header and TCP/UDP checksums of `m`, whose packet_type and l2/l3 lengths are
+// set (classify). Sets rx_ip_cksum_good/bad and rx_l4_cksum_good/bad. Fragments and packets
+// whose lengths lie are left unchecked. Touches only this packet.
+CksumStatus verify_checksums(Mbuf& m) noexcept;
+
+// Recompute, in software, the checksums `m`'s ol_flags request (tx_ip_cksum, tx_tcp_cksum,
+// tx_udp_cksum) using l2/l3 lengths, and clear those requests. Headers must sit in the first
+// segment; the payload may span segments. Returns false (and changes nothing) when they do not.
+bool apply_tx_checksums(Mbuf& m) noexcept;
+
+}  // namespace ws
