@@ -1,0 +1,557 @@
+#!/usr/bin/env python3
+"""vhost-user pairs with real peers: wirespeed-testpmd's net_vhost and virtio_user against each
+other (split and packed, in_order 0/1, mrg_rxbuf 0/1, 1 and 2 queue pairs, 64 B, 1500 B and
+two-segment packets) and against Debian's dpdk-testpmd in both directions; a hostile frontend
+written here (it speaks vhost-user, shares a memfd and posts each kind of bad descriptor) that
+must break only its own ring while another queue pair keeps forwarding; and a frontend that is
+killed and comes back.
+
+Tests needing root (hugepages for DPDK) or dpdk-testpmd skip when those are missing, but fail
+when the CI environment variable is set.
+
+usage: vhost_pair_test.py --binary PATH [unittest options]
+"""
+import argparse
+import json
+import mmap
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BINARY = None
+DPDK = shutil.which("dpdk-testpmd")
+POOL = ["--total-num-mbufs=16384"]
+VHOST_LCORES = ["--lcores", "0@0,1@0"]
+VIRTIO_LCORES = ["--lcores", "0@1,1@1"]
+CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
+                 "terminate called", "Aborted"]
+HUGEPAGES = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
+
+
+def need(test, condition, why):
+    """Skip when a requirement is missing, except under CI where it is a failure."""
+    if condition:
+        return
+    if os.environ.get("CI"):
+        test.fail("CI requires: " + why)
+    test.skipTest(why)
+
+
+def wait_for_socket(path, proc, timeout=10.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if os.path.exists(path):
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def dpdk_totals(text):
+    """RX/TX packets from dpdk-testpmd's accumulated forward statistics."""
+    block = text.split("Accumulated forward statistics for all ports")[-1]
+    rx = re.search(r"RX-packets:\s+(\d+)", block)
+    tx = re.search(r"TX-packets:\s+(\d+)", block)
+    return (int(rx.group(1)) if rx else None, int(tx.group(1)) if tx else None)
+
+
+class Hugepages:
+    """Reserve 2 MiB pages (and mount hugetlbfs) for dpdk-testpmd; restore on exit."""
+
+    def __init__(self, pages=512):
+        self.pages = pages
+        self.before = None
+        self.mounted = False
+
+    def __enter__(self):
+        with open(HUGEPAGES) as f:
+            self.before = int(f.read())
+        with open(HUGEPAGES, "w") as f:
+            f.write(str(max(self.before, self.pages)))
+        with open("/proc/mounts") as f:
+            if not any(line.split()[2] == "hugetlbfs" for line in f if len(line.split()) > 2):
+                os.makedirs("/dev/hugepages", exist_ok=True)
+                subprocess.run(["mount", "-t", "hugetlbfs", "nodev", "/dev/hugepages"], check=True)
+                self.mounted = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.mounted:
+            subprocess.run(["umount", "/dev/hugepages"], check=False)
+        with open(HUGEPAGES, "w") as f:
+            f.write(str(self.before))
+
+
+class PairBase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="ws-vhost-")
+        self.sock = os.path.join(self.tmp.name, "vhost0.sock")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for f in (p.stdin, p.stdout):
+                if f is not None:
+                    f.close()
+        self.tmp.cleanup()
+        for prefix in ("wsvh", "wsvu"):  # dpdk-testpmd's runtime directories of this test
+            shutil.rmtree(os.path.join("/var/run/dpdk", "{}{}".format(prefix, os.getpid())), ignore_errors=True)
+
+    def summary(self, name):
+        path = os.path.join(self.tmp.name, name + ".json")
+        with open(path) as f:
+            return json.load(f)
+
+    def ours(self, lcores, vdev, app, summary, duration):
+        return [BINARY, "--no-huge"] + lcores + ["--vdev", vdev, "--", "--summary-json",
+                                                  os.path.join(self.tmp.name, summary + ".json"),
+                                                  "--duration", str(duration)] + POOL + app
+
+    def start(self, args, stdin=None):
+        p = subprocess.Popen(args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        return p
+
+    def finish(self, p, timeout=30):
+        out, _ = p.communicate(timeout=timeout)
+        for marker in CRASH_MARKERS:
+            self.assertNotIn(marker, out, "{}\n{}".format(" ".join(p.args), out[-3000:]))
+        return out
+
+    def check_side(self, s, out, what):
+        self.assertTrue(s["pool_audit_ok"], "{}: pool audit failed\n{}".format(what, out[-2000:]))
+        self.assertEqual(s["mbufs_in_use_at_exit"], 0, what)
+        self.assertTrue(s["accounting_exact"], "{}: accounting\n{}".format(what, out[-2000:]))
+
+
+class OursWithOurs(PairBase):
+    """Two wirespeed-testpmd processes: vhost side io, virtio side mac --tx-first."""
+
+    def pair(self, packed=0, in_order=1, mrg=1, queues=1, txpkts="64", queue_size=256):
+        q = ["--rxq={}".format(queues), "--txq={}".format(queues)]
+        vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},queues={}".format(self.sock, queues),
+                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"] + q, "vhost", 5))
+        self.assertTrue(wait_for_socket(self.sock, vhost), "the vhost side did not create its socket")
+        dev = "virtio_user0,path={},queues={},packed_vq={},in_order={},mrg_rxbuf={},queue_size={}".format(
+            self.sock, queues, packed, in_order, mrg, queue_size)
+        virtio = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
+                                                          "--nb-cores=1", "--txpkts=" + txpkts] + q, "virtio", 2))
+        vout = self.finish(virtio)
+        hout = self.finish(vhost)
+        self.assertEqual(virtio.returncode, 0, vout[-3000:])
+        self.assertEqual(vhost.returncode, 0, hout[-3000:])
+        vs, hs = self.summary("virtio"), self.summary("vhost")
+        self.check_side(vs, vout, "virtio side")
+        self.check_side(hs, hout, "vhost side")
+        vp, hp = vs["ports"][0], hs["ports"][0]
+        self.assertGreater(vp["rx_packets"], 10000, "too little traffic\n" + vout[-2000:] + hout[-2000:])
+        # What one side sent the other received, but for what was still in the rings when the
+        # virtio side stopped (at most one ring per queue).
+        in_flight = queue_size * queues
+        self.assertLessEqual(hp["rx_packets"], vp["tx_packets"])
+        self.assertLessEqual(vp["tx_packets"] - hp["rx_packets"], in_flight)
+        self.assertLessEqual(vp["rx_packets"], hp["tx_packets"])
+        self.assertLessEqual(hp["tx_packets"] - vp["rx_packets"], in_flight)
+        self.assertEqual(vp["rx_errors"] + hp["rx_errors"] + vp["tx_errors"] + hp["tx_errors"], 0)
+        size = sum(int(x) for x in txpkts.split(","))
+        self.assertEqual(vp["rx_bytes"], vp["rx_packets"] * size, "every packet came back whole")
+        self.assertEqual(hp["rx_bytes"], hp["rx_packets"] * size)
+        return vs, hs
+
+    def test_matrix_64B_one_queue(self):
+        for packed in (0, 1):
+            for in_order in (0, 1):
+                for mrg in (0, 1):
+                    with self.subTest(packed=packed, in_order=in_order, mrg=mrg):
+                        self.pair(packed=packed, in_order=in_order, mrg=mrg)
+                        self.tearDown()
+                        self.setUp()
+
+    def test_two_queue_pairs(self):
+        for packed in (0, 1):
+            with self.subTest(packed=packed):
+                self.pair(packed=packed, queues=2)
+                self.tearDown()
+                self.setUp()
+
+    def test_large_and_multi_segment_packets(self):
+        for packed, mrg, txpkts in ((0, 1, "1500"), (1, 1, "1500"), (0, 0, "1500"), (0, 1, "64,1400"),
+                                    (1, 0, "64,1400")):
+            with self.subTest(packed=packed, mrg=mrg, txpkts=txpkts):
+                self.pair(packed=packed, mrg=mrg, txpkts=txpkts)
+                self.tearDown()
+                self.setUp()
+
+    def test_client_mode_backend_and_server_mode_frontend(self):
+        """virtio_user server=1 listens; net_vhost client=1 connects (and would reconnect)."""
+        dev = "virtio_user0,path={},queues=1,packed_vq=1,server=1".format(self.sock)
+        virtio = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
+                                                          "--nb-cores=1"], "virtio", 2))
+        self.assertTrue(wait_for_socket(self.sock, virtio), "virtio_user server=1 did not listen")
+        vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
+                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 5))
+        vout = self.finish(virtio)
+        hout = self.finish(vhost)
+        self.assertEqual(virtio.returncode, 0, vout[-3000:])
+        self.assertEqual(vhost.returncode, 0, hout[-3000:])
+        vs, hs = self.summary("virtio"), self.summary("vhost")
+        self.check_side(vs, vout, "virtio side")
+        self.check_side(hs, hout, "vhost side")
+        self.assertGreater(vs["ports"][0]["rx_packets"], 10000, vout[-2000:] + hout[-2000:])
+
+    def test_packed_ring_of_odd_size(self):
+        self.pair(packed=1, in_order=1, queue_size=100)
+
+
+class OursWithDpdk(PairBase):
+    """Debian's dpdk-testpmd on the other side, both directions."""
+
+    def dpdk(self, lcores, vdev, app, prefix, huge):
+        # --in-memory: no hugepage files or runtime directory are left behind.
+        mem = ["-m", "512", "--in-memory"] if huge else ["--no-huge", "-m", "512"]
+        return [DPDK] + mem + lcores + ["--file-prefix=" + prefix, "--no-pci", "--single-file-segments",
+                                        "--vdev", vdev, "--"] + app + POOL
+
+    def test_our_virtio_user_with_dpdk_vhost(self):
+        need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        for packed in (0, 1):
+            with self.subTest(packed=packed):
+                prefix = "wsvh{}".format(os.getpid())
+                vhost = self.start(self.dpdk(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
+                                             ["--forward-mode=io", "--auto-start", "--nb-cores=1"], prefix, False),
+                                   stdin=subprocess.PIPE)
+                self.assertTrue(wait_for_socket(self.sock, vhost), "dpdk-testpmd did not create its socket")
+                dev = "virtio_user0,path={},queues=1,packed_vq={}".format(self.sock, packed)
+                virtio = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start",
+                                                                  "--tx-first", "--nb-cores=1"], "virtio", 2))
+                vout = self.finish(virtio)
+                vhost.stdin.write("\n")
+                vhost.stdin.flush()
+                hout = self.finish(vhost)
+                self.assertEqual(virtio.returncode, 0, vout[-3000:])
+                vs = self.summary("virtio")
+                self.check_side(vs, vout, "our virtio side")
+                vp = vs["ports"][0]
+                drx, dtx = dpdk_totals(hout)
+                self.assertIsNotNone(drx, hout[-3000:])
+                self.assertGreater(vp["rx_packets"], 1000, vout[-2000:] + hout[-2000:])
+                self.assertLessEqual(vp["tx_packets"] - drx, 256)
+                self.assertGreaterEqual(vp["tx_packets"], drx)
+                self.assertLessEqual(dtx - vp["rx_packets"], 256)
+                self.assertGreaterEqual(dtx, vp["rx_packets"])
+                self.tearDown()
+                self.setUp()
+
+    def test_dpdk_virtio_user_with_our_vhost(self):
+        need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        need(self, os.geteuid() == 0, "DPDK's virtio_user needs hugepages: run as root")
+        with Hugepages():
+            for packed in (0, 1):
+                with self.subTest(packed=packed):
+                    vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
+                                                 ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 6))
+                    self.assertTrue(wait_for_socket(self.sock, vhost))
+                    prefix = "wsvu{}".format(os.getpid())
+                    dev = "virtio_user0,path={},queues=1,packed_vq={}".format(self.sock, packed)
+                    virtio = self.start(self.dpdk(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start",
+                                                                       "--tx-first", "--nb-cores=1"], prefix, True),
+                                        stdin=subprocess.PIPE)
+                    time.sleep(3)
+                    virtio.stdin.write("\n")
+                    virtio.stdin.flush()
+                    vout = self.finish(virtio)
+                    hout = self.finish(vhost)
+                    self.assertEqual(vhost.returncode, 0, hout[-3000:])
+                    hs = self.summary("vhost")
+                    self.check_side(hs, hout, "our vhost side")
+                    hp = hs["ports"][0]
+                    drx, dtx = dpdk_totals(vout)
+                    self.assertIsNotNone(drx, vout[-3000:])
+                    self.assertGreater(hp["rx_packets"], 1000, vout[-2000:] + hout[-2000:])
+                    self.assertGreaterEqual(dtx, hp["rx_packets"])
+                    self.assertLessEqual(dtx - hp["rx_packets"], 256)
+                    self.assertGreaterEqual(hp["tx_packets"], drx)
+                    self.assertLessEqual(hp["tx_packets"] - drx, 256)
+                    self.tearDown()
+                    self.setUp()
+
+
+# ---- a hostile vhost-user frontend ----
+
+GUEST = 0x10000000  # guest and user address of our one region
+REGION = 1 << 20
+F_NEXT, F_WRITE, F_INDIRECT = 1, 2, 4
+V1, INDIRECT = 1 << 32, 1 << 28
+
+
+class Frontend:
+    """Speaks vhost-user from Python: one memfd region, split rings of 256 at fixed offsets."""
+
+    N = 256
+
+    def __init__(self, path, rings=4, features=V1 | INDIRECT):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.fd = os.memfd_create("hostile")
+        os.ftruncate(self.fd, REGION)
+        self.mem = mmap.mmap(self.fd, REGION)
+        self.rings = rings
+        self.avail_idx = [0] * rings
+        self.fds = []
+        self.send(3)  # SET_OWNER
+        self.send(1)  # GET_FEATURES
+        offered = struct.unpack("<Q", self.reply(1, 8))[0]
+        assert offered & V1, hex(offered)
+        self.send(2, struct.pack("<Q", features & offered))
+        self.send(5, struct.pack("<II", 1, 0) + struct.pack("<QQQQ", GUEST, REGION, GUEST, 0), [self.fd])
+        for r in range(rings):
+            self.send(8, struct.pack("<II", r, self.N))
+            self.send(10, struct.pack("<II", r, 0))
+            d, a, u = self.ring(r)
+            self.send(9, struct.pack("<IIQQQQ", r, 0, GUEST + d, GUEST + u, GUEST + a, 0))
+            for req in (13, 12):  # CALL, then KICK (starts the ring)
+                efd = os.eventfd(0)
+                self.fds.append(efd)
+                self.send(req, struct.pack("<Q", r), [efd])
+        for r in range(rings):
+            self.send(18, struct.pack("<II", r, 1))
+
+    def close(self):
+        self.s.close()
+        self.mem.close()
+        for fd in self.fds + [self.fd]:
+            os.close(fd)
+
+    def send(self, request, payload=b"", fds=()):
+        msg = struct.pack("<III", request, 1, len(payload)) + payload
+        if fds:
+            socket.send_fds(self.s, [msg], list(fds))
+        else:
+            self.s.sendall(msg)
+
+    def reply(self, request, size):
+        data = b""
+        while len(data) < 12 + size:
+            chunk = self.s.recv(12 + size - len(data))
+            if not chunk:
+                raise ConnectionError("backend closed the connection")
+            data += chunk
+        req, flags, n = struct.unpack("<III", data[:12])
+        assert req == request and n == size, (req, flags, n)
+        return data[12:]
+
+    @staticmethod
+    def ring(r):
+        base = 0x4000 * r
+        return base, base + 0x1000, base + 0x2000  # desc, avail, used
+
+    def buf(self, i):
+        return 0x40000 + 0x800 * i  # offset of buffer i (2 KiB each)
+
+    def desc(self, r, i, addr, length, flags, nxt):
+        struct.pack_into("<QIHH", self.mem, self.ring(r)[0] + 16 * i, addr, length, flags, nxt)
+
+    def offer(self, r, head):
+        _, a, _ = self.ring(r)
+        struct.pack_into("<H", self.mem, a + 4 + 2 * (self.avail_idx[r] % self.N), head)
+        self.avail_idx[r] += 1
+        struct.pack_into("<H", self.mem, a + 2, self.avail_idx[r] & 0xffff)
+
+    def set_avail_idx(self, r, idx):
+        struct.pack_into("<H", self.mem, self.ring(r)[1] + 2, idx)
+
+    def used_idx(self, r):
+        return struct.unpack_from("<H", self.mem, self.ring(r)[2] + 2)[0]
+
+    def good_traffic(self, rx_ring, tx_ring, count):
+        """count RX buffers on rx_ring, count 64-byte packets on tx_ring; wait for them to come back."""
+        for i in range(count):
+            d = 100 + i
+            self.desc(rx_ring, d, GUEST + self.buf(i), 2048, F_WRITE, 0)
+            self.offer(rx_ring, d)
+        for i in range(count):
+            d = 100 + i
+            off = self.buf(count + i)
+            self.mem[off:off + 12] = bytes(12)
+            self.mem[off + 12:off + 76] = bytes([0x02] * 6 + [0x04] * 6) + bytes(52)
+            self.desc(tx_ring, d, GUEST + off, 76, 0, 0)
+            self.offer(tx_ring, d)
+        end = time.time() + 5
+        while time.time() < end:
+            if self.used_idx(rx_ring) >= count:
+                return True
+            time.sleep(0.01)
+        return False
+
+
+def hostile_cases(fe):
+    """(name, xstat, action) for each bad descriptor on ring 1 (the frontend's TX ring of pair 0)."""
+    T = 1
+    table = 0x80000  # an indirect table in the region
+
+    def head_out_of_range():
+        fe.offer(T, 256)
+
+    def next_out_of_range():
+        fe.desc(T, 0, GUEST + fe.buf(0), 64, F_NEXT, 999)
+        fe.offer(T, 0)
+
+    def loop():
+        fe.desc(T, 0, GUEST + fe.buf(0), 8, F_NEXT, 1)
+        fe.desc(T, 1, GUEST + fe.buf(0), 8, F_NEXT, 0)
+        fe.offer(T, 0)
+
+    def outside():
+        fe.desc(T, 0, 0x1000, 64, 0, 0)
+        fe.offer(T, 0)
+
+    def crossing_end():
+        fe.desc(T, 0, GUEST + REGION - 16, 64, 0, 0)
+        fe.offer(T, 0)
+
+    def overflow():
+        fe.desc(T, 0, (1 << 64) - 8, 64, 0, 0)
+        fe.offer(T, 0)
+
+    def zero_len_bogus():
+        fe.desc(T, 0, 0xdead0000, 0, 0, 0)
+        fe.offer(T, 0)
+
+    def indirect_len():
+        fe.desc(T, 0, GUEST + table, 20, F_INDIRECT, 0)
+        fe.offer(T, 0)
+
+    def indirect_nested():
+        struct.pack_into("<QIHH", fe.mem, table, GUEST + table, 16, F_INDIRECT, 0)
+        fe.desc(T, 0, GUEST + table, 16, F_INDIRECT, 0)
+        fe.offer(T, 0)
+
+    def indirect_next():
+        struct.pack_into("<QIHH", fe.mem, table, GUEST + fe.buf(0), 64, 0, 0)
+        fe.desc(T, 0, GUEST + table, 16, F_INDIRECT | F_NEXT, 1)
+        fe.desc(T, 1, GUEST + fe.buf(0), 64, 0, 0)
+        fe.offer(T, 0)
+
+    def indirect_too_big():
+        fe.desc(T, 0, GUEST + table, 16 * 300, F_INDIRECT, 0)
+        fe.offer(T, 0)
+
+    def avail_jump():
+        fe.set_avail_idx(T, 1000)
+
+    def read_after_write():
+        fe.desc(T, 0, GUEST + fe.buf(0), 64, F_WRITE | F_NEXT, 1)
+        fe.desc(T, 1, GUEST + fe.buf(1), 64, 0, 0)
+        fe.offer(T, 0)
+
+    return [("head_out_of_range", "rx_q0_head_out_of_range", head_out_of_range),
+            ("next_out_of_range", "rx_q0_next_out_of_range", next_out_of_range),
+            ("loop", "rx_q0_too_many_segments", loop),
+            ("outside", "rx_q0_bad_address", outside),
+            ("crossing_end", "rx_q0_bad_address", crossing_end),
+            ("overflow", "rx_q0_bad_address", overflow),
+            ("zero_len_bogus", "rx_q0_bad_address", zero_len_bogus),
+            ("indirect_len", "rx_q0_indirect_bad_length", indirect_len),
+            ("indirect_too_big", "rx_q0_indirect_bad_length", indirect_too_big),
+            ("indirect_nested", "rx_q0_indirect_nested", indirect_nested),
+            ("indirect_next", "rx_q0_indirect_with_next", indirect_next),
+            ("avail_jump", "rx_q0_avail_index_jump", avail_jump),
+            ("read_after_write", "rx_q0_read_after_write", read_after_write)]
+
+
+class HostileFrontend(PairBase):
+    def test_each_bad_descriptor_breaks_only_its_ring(self):
+        vhost = self.start([BINARY, "--no-huge"] + VHOST_LCORES +
+                           ["--vdev", "net_vhost0,iface={},queues=2".format(self.sock), "--",
+                            "--summary-json", os.path.join(self.tmp.name, "vhost.json"), "-i",
+                            "--forward-mode=io", "--auto-start", "--nb-cores=1", "--rxq=2", "--txq=2"] + POOL,
+                           stdin=subprocess.PIPE)
+        self.assertTrue(wait_for_socket(self.sock, vhost))
+        expected = {}
+        names = []
+        probe = None
+        for name, xstat, _ in hostile_cases(None):
+            names.append(name)
+            expected[xstat] = expected.get(xstat, 0) + 1
+        for i, name in enumerate(names):
+            # One connection per case: the ring stays broken (sticky) until the frontend goes.
+            fe = Frontend(self.sock)
+            action = dict((n, a) for n, _, a in hostile_cases(fe))[name]
+            action()
+            # Pair 1 (rings 2 and 3) must keep forwarding while ring 1 is broken.
+            self.assertTrue(fe.good_traffic(2, 3, 32), "{}: the good queue pair stopped forwarding".format(name))
+            self.assertIsNone(vhost.poll(), "{}: the backend died".format(name))
+            fe.close()
+            time.sleep(0.3)  # the backend notices the disconnect
+        # A bad message (ring index beyond the rings) closes the connection, not the process.
+        fe = Frontend(self.sock)
+        fe.send(8, struct.pack("<II", 9, 256))
+        time.sleep(0.2)
+        fe.close()
+        vhost.stdin.write("show port xstats 0\nquit\n")
+        vhost.stdin.flush()
+        out = self.finish(vhost)
+        self.assertEqual(vhost.returncode, 0, out[-3000:])
+        xstats = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\w+): (\d+)$", out, re.M))
+        for xstat, count in expected.items():
+            self.assertEqual(xstats.get(xstat), count, "{}\n{}".format(xstat, out[-3000:]))
+        self.assertEqual(xstats.get("tx_q1_broken"), 0)
+        self.assertEqual(xstats.get("rx_q1_broken"), 0)
+        self.assertIn("ring 1 was broken by the frontend", out)
+        self.assertIn("expected a ring below 4", out)
+        s = self.summary("vhost")
+        self.assertTrue(s["pool_audit_ok"], out[-2000:])
+        self.assertGreaterEqual(s["ports"][0]["rx_packets"], 32 * len(names))
+
+
+class Lifecycle(PairBase):
+    def test_frontend_killed_and_restarted(self):
+        """The virtio side is killed mid-traffic, comes back and forwards again; no mbuf is lost."""
+        vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
+                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 9))
+        self.assertTrue(wait_for_socket(self.sock, vhost))
+        dev = "virtio_user0,path={},queues=1,packed_vq=1".format(self.sock)
+        first = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
+                                                         "--nb-cores=1"], "first", 30))
+        time.sleep(2)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        time.sleep(0.5)
+        second = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
+                                                          "--nb-cores=1"], "second", 2))
+        sout = self.finish(second)
+        hout = self.finish(vhost)
+        self.assertEqual(second.returncode, 0, sout[-3000:])
+        self.assertEqual(vhost.returncode, 0, hout[-3000:])
+        ss, hs = self.summary("second"), self.summary("vhost")
+        self.check_side(ss, sout, "restarted virtio side")
+        self.assertTrue(hs["pool_audit_ok"], hout[-2000:])
+        self.assertEqual(hs["mbufs_in_use_at_exit"], 0)
+        self.assertGreater(ss["ports"][0]["rx_packets"], 10000, sout[-2000:] + hout[-2000:])
+
+
+def main():
+    global BINARY
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--binary", required=True)
+    args, rest = parser.parse_known_args()
+    BINARY = os.path.abspath(args.binary)
+    if not os.access(BINARY, os.X_OK):
+        sys.exit("not an executable: " + BINARY)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

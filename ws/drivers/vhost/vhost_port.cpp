@@ -1,0 +1,318 @@
+// net_vhost port: socket service on a control thread, vhost-user state (ws/virtio VhostBackend),
+// and ring start/stop handed to the polling lcores through RingSlot.
+#include "ws/drivers/vhost/vhost_port.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "ws/core/log.hpp"
+#include "ws/drivers/vhost/vhost_rxtx.hpp"
+#include "ws/virtio/vhost_backend.hpp"
+
+namespace ws {
+namespace {
+
+using namespace vhost_pmd;
+namespace vu = virtio::vhost_user;
+
+constexpr std::array vhost_params = {
+    ParamSpec{"iface", "path", "", "unix socket path (required)"},
+    ParamSpec{"queues", "uint", "1", "queue pairs, 1..8"},
+    ParamSpec{"client", "bool", "0", "connect to the frontend's socket (and reconnect) instead of listening"},
+};
+
+struct alignas(cache_line_bytes) RxQ : QueueBase {
+  RingSlot* slot = nullptr;
+  PktmbufPool* pool = nullptr;
+  RxQueueCounters counters;
+  std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    if (!slot->enter()) return 0;
+    const std::uint16_t got = slot->dequeue(*slot, *pool, counters, pkts, n);
+    slot->leave();
+    return got;
+  }
+};
+
+struct alignas(cache_line_bytes) TxQ : QueueBase {
+  RingSlot* slot = nullptr;
+  TxQueueCounters counters;
+  std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    if (!slot->enter()) {
+      counters.full.add(n);
+      return 0;
+    }
+    const std::uint16_t sent = slot->enqueue(*slot, counters, pkts, n);
+    slot->leave();
+    return sent;
+  }
+};
+
+int unix_socket(const std::string& path, sockaddr_un& addr, std::string& error) {
+  if (path.size() >= sizeof(addr.sun_path)) {
+    error = fmt::format("path '{}' is longer than {} bytes", path, sizeof(addr.sun_path) - 1);
+    return -1;
+  }
+  addr = {};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) error = std::strerror(errno);
+  return fd;
+}
+
+class VhostPort final : public Port, public virtio::RingListener {
+ public:
+  VhostPort(std::string name, std::string iface, std::uint16_t queues, bool client)
+      : Port(name, "net_vhost"), iface_(std::move(iface)), client_(client), queues_(queues),
+        slots_(std::make_unique<RingSlot[]>(2u * queues)),
+        backend_(virtio::BackendOptions{.name = name, .queue_pairs = queues}, this) {
+    mac_ = MacAddress{{0x56, 0x48, 0x4f, 0x53, 0x54, 0x00}};  // DPDK net_vhost's "VHOST" address
+  }
+  ~VhostPort() override {
+    stop_.store(true, std::memory_order_release);
+    if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    if (!client_) ::unlink(iface_.c_str());
+  }
+
+  Result<void> open() {
+    if (!client_) {
+      sockaddr_un addr;
+      std::string err;
+      listen_fd_ = unix_socket(iface_, addr, err);
+      if (listen_fd_ < 0) return fail("device '{}': key 'iface': {}", name(), err);
+      struct stat st {};
+      if (::stat(iface_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(iface_.c_str());  // stale socket
+      if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 1) != 0)
+        return fail("device '{}': key 'iface' value '{}': cannot listen: {}", name(), iface_, std::strerror(errno));
+    }
+    thread_ = std::thread([this] { serve(); });
+    return {};
+  }
+
+  PortInfo info() const override { return {"net_vhost", queues_, queues_, 0, 65535}; }
+  Result<void> do_configure(const PortConfig& c) override {
+    if (c.rx_queues != c.tx_queues || c.rx_queues > queues_)
+      return fail("device '{}': {} RX and {} TX queues requested, expected equal counts up to queues={}", name(),
+                  c.rx_queues, c.tx_queues, queues_);
+    rxq_.clear();
+    txq_.clear();
+    for (std::uint16_t q = 0; q < c.rx_queues; ++q) {
+      rxq_.push_back(std::make_unique<RxQ>());
+      rxq_.back()->slot = &slots_[2u * q + 1];  // frontend TX ring
+      txq_.push_back(std::make_unique<TxQ>());
+      txq_.back()->slot = &slots_[2u * q];  // frontend RX ring
+    }
+    return {};
+  }
+  Result<void> setup_rx_queue(std::uint16_t q, const RxQueueConfig& c) override {
+    if (q >= rxq_.size()) return fail("RX queue {} does not exist ({} configured)", q, rxq_.size());
+    if (c.pool == nullptr) return fail("device '{}': RX queue {} needs a mempool", name(), q);
+    rxq_[q]->pool = c.pool;
+    return {};
+  }
+  Result<void> setup_tx_queue(std::uint16_t q, const TxQueueConfig&) override {
+    if (q >= txq_.size()) return fail("TX queue {} does not exist ({} configured)", q, txq_.size());
+    return {};
+  }
+  Result<void> do_start() override {
+    for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
+      if (rxq_[q]->pool == nullptr) return fail("RX queue {} was not set up", q);
+      publish_rx(q, rxq_[q].get());
+      publish_tx(q, txq_[q].get());
+    }
+    return {};
+  }
+  PortStats read_stats() const override {
+    PortStats s;
+    for (const auto& q : rxq_) add_rx(s, q->counters);
+    for (const auto& q : txq_) add_tx(s, q->counters);
+    return s;
+  }
+  std::vector<XStat> xstats() const override {
+    auto out = Port::xstats();
+    for (std::uint32_t r = 0; r < 2u * queues_; ++r) {
+      const RingSlot& s = slots_[r];
+      // Ring 2q is the frontend's RX ring (our TX), 2q+1 its TX ring (our RX).
+      const std::string p = fmt::format("{}_q{}_", r % 2 ? "rx" : "tx", r / 2);
+      out.push_back({p + "broken", s.health.broken() ? 1u : 0u});
+      out.push_back({p + "bad_packet", s.counters.bad_packet.read()});
+      out.push_back({p + "too_small", s.counters.too_small.read()});
+      out.push_back({p + "notify", s.counters.notify.read()});
+      for (std::size_t e = 0; e < virtio::queue_error_count; ++e) {
+        const auto err = static_cast<virtio::QueueError>(e);
+        if (const auto n = s.health.count(err)) out.push_back({p + std::string(virtio::queue_error_name(err)), n});
+      }
+    }
+    return out;
+  }
+  LinkStatus link() const override { return {started() && ready_.load(std::memory_order_acquire), 10000, true}; }
+
+  // ---- RingListener: control thread, inside VhostBackend::handle ----
+  void ring_started(std::uint32_t r) override {
+    RingSlot& s = slots_[r];
+    const virtio::VringSetup& v = backend_.ring(r);
+    const std::uint64_t f = backend_.features();
+    const bool indirect = virtio::has(f, virtio::feature::indirect_desc);
+    const bool mrg = virtio::has(f, virtio::feature::mrg_rxbuf);
+    s.health.reset();
+    if (backend_.packed()) {
+      s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
+                     reinterpret_cast<virtio::EventSuppress*>(v.used)},
+                    &backend_.memory(), &s.health, indirect, false, v.base);
+      s.packed.suppress_kicks(true);
+      s.dequeue = &dequeue<true>;
+      s.enqueue = mrg ? &enqueue<true, true> : &enqueue<true, false>;
+    } else {
+      s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc), reinterpret_cast<std::uint16_t*>(v.avail),
+                    reinterpret_cast<std::uint16_t*>(v.used)},
+                   &backend_.memory(), &s.health, indirect, false, v.base);
+      s.split.suppress_kicks(true);
+      s.dequeue = &dequeue<false>;
+      s.enqueue = mrg ? &enqueue<false, true> : &enqueue<false, false>;
+    }
+    if (s.call_fd >= 0) ::close(s.call_fd);
+    s.call_fd = v.call_fd >= 0 ? ::dup(v.call_fd) : -1;
+    // seq_cst: the engine and function pointers before ready; pairs with enter()'s load.
+    s.ready.store(true, std::memory_order_seq_cst);
+  }
+  std::uint16_t ring_stopped(std::uint32_t r) override {
+    RingSlot& s = slots_[r];
+    s.stop();
+    if (s.health.broken())
+      log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
+          virtio::queue_error_name(s.health.first_error()));
+    if (s.call_fd >= 0) ::close(s.call_fd);
+    s.call_fd = -1;
+    return backend_.packed() ? s.packed.last_avail_idx() : s.split.last_avail_idx();
+  }
+
+ private:
+  void serve();
+  void serve_connection(int conn);
+  int connect_client();
+
+  std::string iface_;
+  bool client_;
+  std::uint16_t queues_;
+  std::unique_ptr<RingSlot[]> slots_;
+  virtio::VhostBackend backend_;
+  int listen_fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> ready_{false};
+  std::vector<std::unique_ptr<RxQ>> rxq_;
+  std::vector<std::unique_ptr<TxQ>> txq_;
+};
+
+int VhostPort::connect_client() {
+  sockaddr_un addr;
+  std::string err;
+  const int fd = unix_socket(iface_, addr, err);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void VhostPort::serve() {
+  while (!stop_.load(std::memory_order_acquire)) {
+    int conn = -1;
+    if (client_) {
+      conn = connect_client();
+      if (conn < 0) {
+        ::usleep(100 * 1000);  // reconnect every 100 ms
+        continue;
+      }
+    } else {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      conn = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) continue;
+    }
+    log(LogLevel::info, "{}: frontend connected on {}", name(), iface_);
+    serve_connection(conn);
+    ::close(conn);
+    ready_.store(false, std::memory_order_release);
+    backend_.reset();  // stops rings (ring_stopped), unmaps memory, closes fds
+    for (std::uint32_t r = 0; r < 2u * queues_; ++r) slots_[r].enabled.store(false, std::memory_order_relaxed);
+    log(LogLevel::info, "{}: frontend disconnected; waiting for the next one", name());
+  }
+}
+
+void VhostPort::serve_connection(int conn) {
+  while (!stop_.load(std::memory_order_acquire)) {
+    pollfd p{conn, POLLIN, 0};
+    const int r = ::poll(&p, 1, 100);
+    if (r == 0) continue;
+    if (r < 0 && errno == EINTR) continue;
+    vu::FdSet fds;
+    auto msg = vu::recv_message(conn, fds);
+    if (!msg) {
+      if (msg.error().message.find("closed") == std::string::npos)
+        log(LogLevel::warning, "{}: {}; closing the connection", name(), msg.error().message);
+      return;
+    }
+    log(LogLevel::debug, "{}: vhost-user {} size {} payload {:#x}", name(), vu::request_name(msg->header.request),
+        msg->header.size, msg->header.size >= 8 ? msg->payload.u64 : 0);
+    vu::Message reply;
+    auto handled = backend_.handle(*msg, fds, reply);
+    if (!handled) {
+      log(LogLevel::warning, "{}: {}; closing the connection", name(), handled.error().message);
+      if (reply.header.size == 8) (void)vu::send_message(conn, reply);
+      return;
+    }
+    if (*handled) {
+      if (auto sent = vu::send_message(conn, reply); !sent) {
+        log(LogLevel::warning, "{}: {}", name(), sent.error().message);
+        return;
+      }
+    }
+    for (std::uint32_t ring = 0; ring < 2u * queues_; ++ring)
+      slots_[ring].enabled.store(backend_.ring(ring).enabled, std::memory_order_relaxed);  // advisory, per burst
+    const bool ready = backend_.device_ready();
+    if (ready != ready_.load(std::memory_order_relaxed)) {
+      ready_.store(ready, std::memory_order_release);
+      log(LogLevel::info, "{}: device {} ({} rings, features {:#x})", name(), ready ? "ready" : "not ready",
+          backend_.packed() ? "packed" : "split", backend_.features());
+    }
+  }
+}
+
+class VhostDriver final : public Driver {
+ public:
+  std::string_view name() const override { return "net_vhost"; }
+  std::span<const ParamSpec> params() const override { return vhost_params; }
+  Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv&) override {
+    const std::string iface = args.get_string("iface", "");
+    if (iface.empty())
+      return fail("device '{}': key 'iface' is required (the vhost-user socket path, e.g. iface=/tmp/vhost0)",
+                  args.name());
+    auto queues = args.get_uint("queues", 1, 1, 8);
+    if (!queues) return std::unexpected(queues.error());
+    auto client = args.get_bool("client", false);
+    if (!client) return std::unexpected(client.error());
+    auto port = std::make_unique<VhostPort>(args.name(), iface, static_cast<std::uint16_t>(*queues), *client);
+    if (auto ok = port->open(); !ok) return std::unexpected(ok.error());
+    return port;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Driver> make_vhost_driver() { return std::make_unique<VhostDriver>(); }
+
+}  // namespace ws

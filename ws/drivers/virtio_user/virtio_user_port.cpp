@@ -1,0 +1,389 @@
+// virtio_user port: vhost-user negotiation (as DPDK 22.11's virtio_user sends it), ring memory in
+// the Arena, queue variants picked from the negotiated features.
+#include "ws/drivers/virtio_user/virtio_user_port.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "ws/core/log.hpp"
+#include "ws/drivers/virtio_user/virtio_user_rxtx.hpp"
+#include "ws/virtio/features.hpp"
+#include "ws/virtio/vhost_user.hpp"
+
+namespace ws {
+namespace {
+
+using namespace virtio_user_pmd;
+namespace vu = virtio::vhost_user;
+using virtio::bit;
+using virtio::has;
+namespace feature = virtio::feature;
+
+constexpr std::array virtio_user_params = {
+    ParamSpec{"path", "path", "", "vhost-user socket path (required)"},
+    ParamSpec{"queues", "uint", "1", "queue pairs, 1..8"},
+    ParamSpec{"queue_size", "uint", "256", "descriptors per ring (split: a power of two), 32..4096"},
+    ParamSpec{"packed_vq", "bool", "0", "use packed rings (virtio 1.2 §2.8) if the backend offers them"},
+    ParamSpec{"in_order", "bool", "1", "negotiate IN_ORDER if the backend offers it"},
+    ParamSpec{"mrg_rxbuf", "bool", "1", "negotiate MRG_RXBUF if the backend offers it"},
+    ParamSpec{"server", "bool", "0", "listen on path and wait (30 s) for the backend to connect"},
+};
+
+struct Options {
+  std::string path;
+  std::uint16_t queues = 1;
+  std::uint32_t queue_size = 256;
+  bool packed = false, in_order = true, mrg = true, server = false;
+};
+
+struct RingMem {
+  virtio::SplitRing split;
+  virtio::PackedRing packed;
+  std::byte* base = nullptr;
+  std::size_t bytes = 0;
+};
+
+class VirtioUserPort final : public Port {
+ public:
+  VirtioUserPort(std::string name, Options o, Arena& arena) : Port(std::move(name), "virtio_user"), o_(std::move(o)), arena_(arena) {
+    mac_ = MacAddress{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
+  }
+  ~VirtioUserPort() override {
+    for (int fd : eventfds_) ::close(fd);
+    if (sock_ >= 0) ::close(sock_);
+  }
+
+  Result<void> connect_and_negotiate();
+
+  PortInfo info() const override { return {"virtio_user", o_.queues, o_.queues, 0, 65535}; }
+  Result<void> do_configure(const PortConfig& c) override {
+    if (c.rx_queues != c.tx_queues || c.rx_queues > o_.queues)
+      return fail("device '{}': {} RX and {} TX queues requested, expected equal counts up to queues={}", name(),
+                  c.rx_queues, c.tx_queues, o_.queues);
+    rxq_.clear();
+    txq_.clear();
+    const bool p = packed(), m = has(features_, feature::mrg_rxbuf);
+    for (std::uint16_t q = 0; q < c.rx_queues; ++q) {
+      // Variants picked once from the negotiated features (DESIGN.md: never per packet).
+      if (p && m) rxq_.push_back(std::make_unique<VirtioRx<true, true>>());
+      else if (p) rxq_.push_back(std::make_unique<VirtioRx<true, false>>());
+      else if (m) rxq_.push_back(std::make_unique<VirtioRx<false, true>>());
+      else rxq_.push_back(std::make_unique<VirtioRx<false, false>>());
+      if (p) txq_.push_back(std::make_unique<VirtioTx<true>>());
+      else txq_.push_back(std::make_unique<VirtioTx<false>>());
+    }
+    return {};
+  }
+  Result<void> setup_rx_queue(std::uint16_t q, const RxQueueConfig& c) override {
+    if (q >= rxq_.size()) return fail("RX queue {} does not exist ({} configured)", q, rxq_.size());
+    if (c.pool == nullptr) return fail("device '{}': RX queue {} needs a mempool", name(), q);
+    if (!arena_.contains(c.pool->mempool().object(0), 1))
+      return fail("device '{}': RX queue {} pool '{}' is not in the shared arena", name(), q, c.pool->mempool().name());
+    rxq_[q]->pool = c.pool;
+    rxq_[q]->port_id = id();
+    if (auto m = ring_memory(2u * q); !m) return std::unexpected(m.error());
+    return {};
+  }
+  Result<void> setup_tx_queue(std::uint16_t q, const TxQueueConfig&) override {
+    if (q >= txq_.size()) return fail("TX queue {} does not exist ({} configured)", q, txq_.size());
+    if (auto m = ring_memory(2u * q + 1); !m) return std::unexpected(m.error());
+    return {};
+  }
+  Result<void> do_start() override;
+  void do_stop() override;
+  void release_mbufs() override {
+    for (auto& q : rxq_) q->release_mbufs();
+    for (auto& q : txq_) q->release_mbufs();
+  }
+  PortStats read_stats() const override {
+    PortStats s;
+    for (const auto& q : rxq_) add_rx(s, q->counters);
+    for (const auto& q : txq_) add_tx(s, q->counters);
+    return s;
+  }
+  std::vector<XStat> xstats() const override {
+    auto out = Port::xstats();
+    for (std::size_t q = 0; q < rxq_.size(); ++q) {
+      out.push_back({fmt::format("rx_q{}_broken", q), rxq_[q]->health.broken() ? 1u : 0u});
+      out.push_back({fmt::format("tx_q{}_broken", q), txq_[q]->health.broken() ? 1u : 0u});
+    }
+    out.push_back({"features", features_});
+    return out;
+  }
+
+ private:
+  bool packed() const { return has(features_, feature::ring_packed); }
+  Result<RingMem*> ring_memory(std::uint32_t r);
+  Result<void> send(vu::Request r, std::uint64_t u64, int fd = -1);
+  Result<void> send_state(vu::Request r, std::uint32_t index, std::uint32_t num);
+  Result<std::uint64_t> get_u64(vu::Request r);
+  Result<void> set_status(std::uint8_t s) {
+    if (!has(protocol_, vu::protocol::status)) return {};
+    status_ = s;
+    return send(vu::Request::set_status, s);
+  }
+  Result<int> new_eventfd() {
+    const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0) return fail("device '{}': eventfd: {}", name(), std::strerror(errno));
+    eventfds_.push_back(fd);
+    return fd;
+  }
+
+  Options o_;
+  Arena& arena_;
+  int sock_ = -1;
+  std::uint64_t features_ = 0;
+  std::uint64_t protocol_ = 0;
+  std::uint8_t status_ = 0;
+  std::vector<std::unique_ptr<RingMem>> rings_;
+  std::byte* zero_hdr_ = nullptr;
+  std::vector<int> eventfds_;
+  std::vector<std::unique_ptr<RxCommon>> rxq_;
+  std::vector<std::unique_ptr<TxCommon>> txq_;
+};
+
+Result<void> VirtioUserPort::send(vu::Request r, std::uint64_t u64, int fd) {
+  vu::Message m;
+  m.header = {static_cast<std::uint32_t>(r), vu::flag_version, 8};
+  m.payload.u64 = u64;
+  const int fds[] = {fd};
+  auto ok = vu::send_message(sock_, m, fd >= 0 ? std::span<const int>(fds) : std::span<const int>());
+  if (!ok) return with_context(ok.error(), fmt::format("device '{}'", name()));
+  return {};
+}
+
+Result<void> VirtioUserPort::send_state(vu::Request r, std::uint32_t index, std::uint32_t num) {
+  vu::Message m;
+  m.header = {static_cast<std::uint32_t>(r), vu::flag_version, sizeof(vu::VringState)};
+  m.payload.state = {index, num};
+  auto ok = vu::send_message(sock_, m);
+  if (!ok) return with_context(ok.error(), fmt::format("device '{}'", name()));
+  return {};
+}
+
+Result<std::uint64_t> VirtioUserPort::get_u64(vu::Request r) {
+  vu::Message m;
+  m.header = {static_cast<std::uint32_t>(r), vu::flag_version, 0};
+  if (auto ok = vu::send_message(sock_, m); !ok) return with_context(ok.error(), fmt::format("device '{}'", name()));
+  auto reply = vu::recv_reply(sock_, r, 8);
+  if (!reply) return with_context(reply.error(), fmt::format("device '{}'", name()));
+  return reply->payload.u64;
+}
+
+Result<void> VirtioUserPort::connect_and_negotiate() {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (o_.path.size() >= sizeof(addr.sun_path))
+    return fail("device '{}': key 'path' value '{}' is longer than {} bytes", name(), o_.path, sizeof(addr.sun_path) - 1);
+  std::memcpy(addr.sun_path, o_.path.c_str(), o_.path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail("device '{}': socket: {}", name(), std::strerror(errno));
+  if (o_.server) {
+    struct stat st {};
+    if (::stat(o_.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(o_.path.c_str());
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 1) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail("device '{}': key 'path' value '{}': cannot listen: {}", name(), o_.path, std::strerror(err));
+    }
+    pollfd p{fd, POLLIN, 0};
+    std::printf("virtio_user %s: waiting for the vhost backend to connect to %s\n", name().c_str(), o_.path.c_str());
+    std::fflush(stdout);
+    sock_ = ::poll(&p, 1, 30000) == 1 ? ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+    ::close(fd);
+    ::unlink(o_.path.c_str());
+    if (sock_ < 0) return fail("device '{}': key 'server'=1: no backend connected to '{}' within 30 s", name(), o_.path);
+  } else {
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail("device '{}': key 'path' value '{}': cannot connect: {} (is the vhost backend running?)", name(),
+                  o_.path, std::strerror(err));
+    }
+    sock_ = fd;
+  }
+  // DPDK 22.11 virtio_user's order (VHOST-NOTES.md §1).
+  vu::Message owner;
+  owner.header = {static_cast<std::uint32_t>(vu::Request::set_owner), vu::flag_version, 0};
+  if (auto ok = vu::send_message(sock_, owner); !ok) return with_context(ok.error(), name());
+  auto offered = get_u64(vu::Request::get_features);
+  if (!offered) return std::unexpected(offered.error());
+  if (!has(*offered, feature::version_1))
+    return fail("device '{}': the backend offers features {:#x} without VERSION_1 (bit 32)", name(), *offered);
+  if (has(*offered, feature::protocol_features)) {
+    auto proto = get_u64(vu::Request::get_protocol_features);
+    if (!proto) return std::unexpected(proto.error());
+    protocol_ = *proto & (bit(vu::protocol::mq) | bit(vu::protocol::status));
+    if (auto ok = send(vu::Request::set_protocol_features, protocol_); !ok) return ok;
+  }
+  std::uint64_t want = bit(feature::version_1);
+  if (o_.packed) want |= bit(feature::ring_packed);
+  if (o_.in_order) want |= bit(feature::in_order);
+  if (o_.mrg) want |= bit(feature::mrg_rxbuf);
+  if (o_.queues > 1) want |= bit(feature::mq);
+  features_ = want & *offered;
+  if (o_.queues > 1 && !has(features_, feature::mq))
+    return fail("device '{}': key 'queues' value {}: the backend does not offer MQ", name(), o_.queues);
+  if (o_.queues > 1 && has(protocol_, vu::protocol::mq)) {
+    auto qn = get_u64(vu::Request::get_queue_num);
+    if (!qn) return std::unexpected(qn.error());
+    if (*qn < o_.queues)
+      return fail("device '{}': key 'queues' value {}: the backend serves {} queue pairs", name(), o_.queues, *qn);
+  }
+  if (o_.packed && !packed())
+    log(LogLevel::warning, "{}: the backend does not offer packed rings; using split rings", name());
+  return {};
+}
+
+Result<RingMem*> VirtioUserPort::ring_memory(std::uint32_t r) {
+  if (rings_.size() <= r) rings_.resize(r + 1);
+  if (rings_[r]) return rings_[r].get();
+  const std::uint32_t n = o_.queue_size;
+  auto mem = std::make_unique<RingMem>();
+  // One block per ring: desc | avail (driver event) | used (device event), each 64-byte aligned.
+  const std::size_t desc = (virtio::split_desc_bytes(n) + 63) & ~std::size_t{63};
+  const std::size_t avail = (virtio::split_avail_bytes(n) + 63) & ~std::size_t{63};
+  mem->bytes = desc + avail + virtio::split_used_bytes(n);
+  auto block = arena_.allocate(mem->bytes, 4096, fmt::format("{} ring {}", name(), r));
+  if (!block) return with_context(block.error(), fmt::format("device '{}'", name()));
+  mem->base = static_cast<std::byte*>(*block);
+  mem->split = {n, reinterpret_cast<virtio::SplitDesc*>(mem->base), reinterpret_cast<std::uint16_t*>(mem->base + desc),
+                reinterpret_cast<std::uint16_t*>(mem->base + desc + avail)};
+  mem->packed = {n, reinterpret_cast<virtio::PackedDesc*>(mem->base), reinterpret_cast<virtio::EventSuppress*>(mem->base + desc),
+                 reinterpret_cast<virtio::EventSuppress*>(mem->base + desc + avail)};
+  if (!zero_hdr_) {
+    auto z = arena_.allocate(64, 64, "virtio-net zero header");
+    if (!z) return with_context(z.error(), fmt::format("device '{}'", name()));
+    zero_hdr_ = static_cast<std::byte*>(*z);
+  }
+  rings_[r] = std::move(mem);
+  return rings_[r].get();
+}
+
+Result<void> VirtioUserPort::do_start() {
+  const bool in_order = has(features_, feature::in_order);
+  std::vector<QueueCommon*> queues;  // ring order: RX 0, TX 0, RX 1, TX 1 ...
+  for (std::size_t q = 0; q < rxq_.size(); ++q) {
+    if (rxq_[q]->pool == nullptr) return fail("RX queue {} was not set up", q);
+    queues.push_back(rxq_[q].get());
+    queues.push_back(txq_[q].get());
+    txq_[q]->zero_hdr = iova(zero_hdr_);
+  }
+  for (std::uint32_t r = 0; r < queues.size(); ++r) {
+    RingMem& m = *rings_[r];
+    std::memset(m.base, 0, m.bytes);  // a restart begins from index 0
+    queues[r]->health.reset();
+    queues[r]->init(m.split, m.packed, in_order);
+  }
+  for (auto& q : rxq_) q->fill();
+  // Status, then call fds for every RX ring then every TX ring, then features (VHOST-NOTES.md).
+  if (auto ok = set_status(virtio::status::acknowledge | virtio::status::driver); !ok) return ok;
+  for (std::uint32_t parity : {0u, 1u})
+    for (std::uint32_t r = parity; r < queues.size(); r += 2) {
+      auto call = new_eventfd();
+      if (!call) return std::unexpected(call.error());
+      if (auto ok = send(vu::Request::set_vring_call, r, *call); !ok) return ok;
+    }
+  if (auto ok = send(vu::Request::set_features, features_); !ok) return ok;
+  if (auto ok = set_status(status_ | virtio::status::features_ok); !ok) return ok;
+  // The whole arena is one region: guest address = our virtual address (IOVA = VA).
+  vu::Message mt;
+  mt.header = {static_cast<std::uint32_t>(vu::Request::set_mem_table), vu::flag_version, 8 + 32};
+  mt.payload.mem.count = 1;
+  mt.payload.mem.regions[0] = {iova(arena_.base()), arena_.size_bytes(), iova(arena_.base()), 0};
+  const int arena_fd[] = {arena_.fd()};
+  if (auto ok = vu::send_message(sock_, mt, arena_fd); !ok) return with_context(ok.error(), name());
+  for (std::uint32_t r = 0; r < queues.size(); ++r) {
+    const RingMem& m = *rings_[r];
+    if (auto ok = send_state(vu::Request::set_vring_num, r, o_.queue_size); !ok) return ok;
+    if (auto ok = send_state(vu::Request::set_vring_base, r, packed() ? 0x8000 : 0); !ok) return ok;
+    vu::Message a;
+    a.header = {static_cast<std::uint32_t>(vu::Request::set_vring_addr), vu::flag_version, sizeof(vu::VringAddr)};
+    a.payload.addr = {r, 0, iova(m.split.desc), iova(m.split.used), iova(m.split.avail), 0};
+    if (auto ok = vu::send_message(sock_, a); !ok) return with_context(ok.error(), name());
+    auto kick = new_eventfd();
+    if (!kick) return std::unexpected(kick.error());
+    queues[r]->kick_fd = *kick;
+    if (auto ok = send(vu::Request::set_vring_kick, r, *kick); !ok) return ok;
+  }
+  for (std::uint32_t r = 0; r < queues.size(); ++r)
+    if (auto ok = send_state(vu::Request::set_vring_enable, r, 1); !ok) return ok;
+  if (auto ok = set_status(status_ | virtio::status::driver_ok); !ok) return ok;
+  for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
+    rxq_[q]->port_id = id();
+    // Publish the exact instance type so the trampoline calls the template's burst directly.
+    if (auto* p = dynamic_cast<VirtioRx<true, true>*>(rxq_[q].get())) publish_rx(q, p);
+    else if (auto* p2 = dynamic_cast<VirtioRx<true, false>*>(rxq_[q].get())) publish_rx(q, p2);
+    else if (auto* p3 = dynamic_cast<VirtioRx<false, true>*>(rxq_[q].get())) publish_rx(q, p3);
+    else publish_rx(q, static_cast<VirtioRx<false, false>*>(rxq_[q].get()));
+    if (auto* t = dynamic_cast<VirtioTx<true>*>(txq_[q].get())) publish_tx(q, t);
+    else publish_tx(q, static_cast<VirtioTx<false>*>(txq_[q].get()));
+  }
+  return {};
+}
+
+void VirtioUserPort::do_stop() {
+  // DPDK's order: disable every ring, then GET_VRING_BASE for each (it stops the backend's ring).
+  const auto rings = static_cast<std::uint32_t>(2 * rxq_.size());
+  for (std::uint32_t r = 0; r < rings; ++r) (void)send_state(vu::Request::set_vring_enable, r, 0);
+  for (std::uint32_t r = 0; r < rings; ++r) {
+    vu::Message m;
+    m.header = {static_cast<std::uint32_t>(vu::Request::get_vring_base), vu::flag_version, sizeof(vu::VringState)};
+    m.payload.state = {r, 0};
+    if (!vu::send_message(sock_, m) || !vu::recv_reply(sock_, vu::Request::get_vring_base, sizeof(vu::VringState))) {
+      log(LogLevel::warning, "{}: the backend did not answer GET_VRING_BASE for ring {}", name(), r);
+      break;
+    }
+  }
+  (void)set_status(0);
+  for (int fd : eventfds_) ::close(fd);
+  eventfds_.clear();
+}
+
+class VirtioUserDriver final : public Driver {
+ public:
+  std::string_view name() const override { return "virtio_user"; }
+  std::span<const ParamSpec> params() const override { return virtio_user_params; }
+  Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv& env) override {
+    Options o;
+    o.path = args.get_string("path", "");
+    if (o.path.empty())
+      return fail("device '{}': key 'path' is required (the vhost-user socket, e.g. path=/tmp/vhost0)", args.name());
+    auto queues = args.get_uint("queues", 1, 1, 8);
+    if (!queues) return std::unexpected(queues.error());
+    auto size = args.get_uint("queue_size", 256, 32, 4096);
+    if (!size) return std::unexpected(size.error());
+    auto packed = args.get_bool("packed_vq", false);
+    auto in_order = args.get_bool("in_order", true);
+    auto mrg = args.get_bool("mrg_rxbuf", true);
+    auto server = args.get_bool("server", false);
+    for (const auto* b : {&packed, &in_order, &mrg, &server})
+      if (!*b) return std::unexpected(b->error());
+    if (!*packed && !std::has_single_bit(*size))
+      return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), *size);
+    if (env.arena == nullptr) return fail("device '{}': needs the application's shared arena", args.name());
+    o.queues = static_cast<std::uint16_t>(*queues);
+    o.queue_size = static_cast<std::uint32_t>(*size);
+    o.packed = *packed;
+    o.in_order = *in_order;
+    o.mrg = *mrg;
+    o.server = *server;
+    auto port = std::make_unique<VirtioUserPort>(args.name(), std::move(o), *env.arena);
+    if (auto ok = port->connect_and_negotiate(); !ok) return std::unexpected(ok.error());
+    return port;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Driver> make_virtio_user_driver() { return std::make_unique<VirtioUserDriver>(); }
+
+}  // namespace ws

@@ -1,0 +1,13 @@
+// virtio_user: a virtio-net frontend in this process, talking vhost-user to a backend over a unix
+// socket; rings and packet buffers live in our Arena, shared with the backend by its memfd.
+//   virtio_user0,path=/tmp/vhost0,queues=1,queue_size=256,packed_vq=0,in_order=1,mrg_rxbuf=1,server=0
+#pragma once
+#include <memory>
+
+#include "ws/port/driver.hpp"
+
+namespace ws {
+
+std::unique_ptr<Driver> make_virtio_user_driver();
+
+}  // namespace ws

@@ -1,0 +1,219 @@
+// virtio_user hot path: RX reclaims filled buffers into mbufs and reposts fresh ones; TX posts
+// mbufs (header pushed into the headroom when the mbuf is ours alone, else a shared zero header
+// descriptor) and frees what the device has consumed. Template instances per ring layout and
+// MRG_RXBUF, picked once after negotiation.
+#pragma once
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "ws/core/mbuf.hpp"
+#include "ws/port/port.hpp"
+#include "ws/virtio/net_hdr.hpp"
+#include "ws/virtio/packed.hpp"
+#include "ws/virtio/split.hpp"
+
+namespace ws::virtio_user_pmd {
+
+template <bool Packed>
+using DriverEngine = std::conditional_t<Packed, virtio::PackedDriver<Mbuf*>, virtio::SplitDriver<Mbuf*>>;
+
+inline std::uint64_t iova(const void* p) noexcept { return reinterpret_cast<std::uint64_t>(p); }  // IOVA = VA
+
+inline void kick(int fd) noexcept {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto r = ::write(fd, &one, sizeof one);
+}
+
+// Control-path view of a queue, whatever its variant.
+struct QueueCommon : QueueBase {
+  virtual ~QueueCommon() = default;
+  virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) = 0;
+  virtual std::uint32_t fill() = 0;        // RX: post buffers; returns how many
+  virtual void release_mbufs() = 0;         // ring stopped: free what the ring holds
+  virtio::QueueHealth health;
+  int kick_fd = -1;
+};
+
+struct alignas(cache_line_bytes) RxCommon : QueueCommon {
+  PktmbufPool* pool = nullptr;
+  std::uint16_t port_id = 0;
+  RxQueueCounters counters;
+  Mbuf* partial_head = nullptr;  // mergeable packet still collecting buffers
+  Mbuf* partial_tail = nullptr;
+  std::uint16_t partial_left = 0;
+};
+
+template <bool Packed, bool Mergeable>
+struct VirtioRx final : RxCommon {
+  DriverEngine<Packed> engine;
+
+  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) override {
+    if constexpr (Packed) {
+      engine.init(p, &health, in_order, false);
+    } else {
+      (void)in_order;
+      engine.init(s, &health, false);
+    }
+    engine.suppress_interrupts(true);  // we poll
+  }
+  std::uint32_t fill() override { return refill(0xffff); }
+  void release_mbufs() override {
+    engine.drain([](Mbuf* m) { mbuf_free(m); });
+    if (partial_head) mbuf_free(partial_head);
+    partial_head = partial_tail = nullptr;
+    partial_left = 0;
+  }
+
+  // Posts up to `max` fresh buffers; the header lands in the headroom just before the data.
+  std::uint16_t refill(std::uint32_t max) noexcept {
+    std::uint32_t want = engine.free_descs();
+    if (want > max) want = max;
+    Mbuf* fresh[64];
+    std::uint16_t posted = 0;
+    while (want > 0) {
+      const std::uint32_t k = want < 64 ? want : 64;
+      if (!pool->alloc_bulk(std::span<Mbuf*>(fresh, k))) {
+        counters.nombuf.add(k);
+        break;
+      }
+      for (std::uint32_t i = 0; i < k; ++i) {
+        Mbuf* m = fresh[i];
+        const virtio::Buffer b{iova(m->buf_addr + m->headroom_default - virtio::net_hdr_bytes),
+                               static_cast<std::uint32_t>(m->buf_len - m->headroom_default + virtio::net_hdr_bytes),
+                               true};
+        engine.post(&b, 1, m);
+      }
+      posted = static_cast<std::uint16_t>(posted + k);
+      want -= k;
+    }
+    if (posted > 0 && engine.publish()) kick(kick_fd);
+    return posted;
+  }
+
+  std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    Mbuf* done[mbuf_max_burst];
+    std::uint32_t lens[mbuf_max_burst];
+    if (n > mbuf_max_burst) n = mbuf_max_burst;
+    const std::uint16_t k = engine.reclaim(done, lens, n);
+    std::uint16_t got = 0;
+    std::uint64_t bytes = 0;
+    for (std::uint16_t i = 0; i < k; ++i) {
+      Mbuf* m = done[i];
+      const std::uint32_t len = lens[i];
+      const std::uint32_t cap = m->buf_len - m->headroom_default + virtio::net_hdr_bytes;
+      const bool first = !Mergeable || partial_left == 0;
+      if ((first && len < virtio::net_hdr_bytes) || len > cap) [[unlikely]] {
+        counters.errors.add(1);
+        mbuf_free(m);
+        continue;
+      }
+      if (first) {
+        m->data_off = m->headroom_default;
+        m->data_len = static_cast<std::uint16_t>(len - virtio::net_hdr_bytes);
+        m->pkt_len = m->data_len;
+        m->port = port_id;
+        if constexpr (Mergeable) {
+          virtio::NetHdr hdr;
+          std::memcpy(&hdr, m->buf_addr + m->headroom_default - virtio::net_hdr_bytes, sizeof hdr);
+          if (hdr.num_buffers == 0) [[unlikely]] {
+            counters.errors.add(1);
+            mbuf_free(m);
+            continue;
+          }
+          if (hdr.num_buffers > 1) {
+            partial_head = partial_tail = m;
+            partial_left = static_cast<std::uint16_t>(hdr.num_buffers - 1);
+            continue;
+          }
+        }
+        bytes += m->pkt_len;
+        pkts[got++] = m;
+      } else {
+        m->data_off = static_cast<std::uint16_t>(m->headroom_default - virtio::net_hdr_bytes);
+        m->data_len = static_cast<std::uint16_t>(len);
+        partial_tail->next = m;
+        partial_tail = m;
+        ++partial_head->nb_segs;
+        partial_head->pkt_len += len;
+        if (--partial_left == 0) {
+          bytes += partial_head->pkt_len;
+          pkts[got++] = partial_head;
+          partial_head = partial_tail = nullptr;
+        }
+      }
+    }
+    if (k > 0) refill(k);
+    counters.packets.add(got);
+    counters.bytes.add(bytes);
+    return got;
+  }
+};
+
+struct alignas(cache_line_bytes) TxCommon : QueueCommon {
+  std::uint64_t zero_hdr = 0;  // IOVA of a zeroed 12-byte header in shared memory
+  TxQueueCounters counters;
+};
+
+template <bool Packed>
+struct VirtioTx final : TxCommon {
+  DriverEngine<Packed> engine;
+
+  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) override {
+    if constexpr (Packed) {
+      engine.init(p, &health, in_order, false);
+    } else {
+      (void)in_order;
+      engine.init(s, &health, false);
+    }
+    engine.suppress_interrupts(true);
+  }
+  std::uint32_t fill() override { return 0; }
+  void release_mbufs() override {
+    engine.drain([](Mbuf* m) { mbuf_free(m); });
+  }
+
+  std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    Mbuf* done[64];
+    for (;;) {  // free what the device has consumed
+      const std::uint16_t k = engine.reclaim(done, nullptr, 64);
+      if (k > 0) mbuf_free_bulk(std::span<Mbuf* const>(done, k));
+      if (k < 64) break;
+    }
+    constexpr std::uint16_t max_segs = 63;
+    virtio::Buffer b[max_segs + 1];
+    std::uint16_t sent = 0;
+    std::uint64_t bytes = 0;
+    for (; sent < n; ++sent) {
+      Mbuf* m = pkts[sent];
+      if (m->nb_segs > max_segs) [[unlikely]] {
+        counters.errors.add(1);
+        mbuf_free(m);
+        continue;
+      }
+      std::uint16_t cnt = 0;
+      // Push the header into the headroom when nobody else sees this buffer (DPDK's can_push).
+      const bool push = m->refcnt.load(std::memory_order_relaxed) == 1 && !m->is_indirect() && m->nb_segs == 1 &&
+                        m->data_off >= virtio::net_hdr_bytes;
+      if (push) {
+        std::uint8_t* h = m->data() - virtio::net_hdr_bytes;
+        std::memset(h, 0, virtio::net_hdr_bytes);
+        b[cnt++] = {iova(h), static_cast<std::uint32_t>(m->data_len + virtio::net_hdr_bytes), false};
+      } else {
+        b[cnt++] = {zero_hdr, virtio::net_hdr_bytes, false};
+        for (Mbuf* s = m; s != nullptr; s = s->next) b[cnt++] = {iova(s->data()), s->data_len, false};
+      }
+      if (!engine.post(b, cnt, m)) break;
+      bytes += m->pkt_len;
+    }
+    if (sent > 0 && engine.publish()) kick(kick_fd);
+    if (sent < n) counters.full.add(n - sent);
+    counters.packets.add(sent);
+    counters.bytes.add(bytes);
+    return sent;
+  }
+};
+
+}  // namespace ws::virtio_user_pmd

@@ -1,0 +1,56 @@
+// Virtio feature bits (virtio 1.2 §6 reserved bits, §5.1.3 net device bits) and the set each
+// side of wirespeed offers. Features are a 64-bit mask; `has(mask, bit)` reads one.
+#pragma once
+#include <cstdint>
+
+namespace ws::virtio {
+
+namespace feature {
+// Net device (virtio 1.2 §5.1.3).
+inline constexpr unsigned csum = 0;         // device handles partial checksums
+inline constexpr unsigned guest_csum = 1;   // driver handles partial checksums
+inline constexpr unsigned mtu = 3;
+inline constexpr unsigned mac = 5;
+inline constexpr unsigned guest_tso4 = 7;
+inline constexpr unsigned host_tso4 = 11;
+inline constexpr unsigned mrg_rxbuf = 15;   // num_buffers in the header (§5.1.6.3.2)
+inline constexpr unsigned status = 16;
+inline constexpr unsigned ctrl_vq = 17;
+inline constexpr unsigned mq = 22;
+// Reserved / transport bits (virtio 1.2 §6).
+inline constexpr unsigned notify_on_empty = 24;
+inline constexpr unsigned any_layout = 27;
+inline constexpr unsigned indirect_desc = 28;  // §2.7.5.3 / §2.8.19
+inline constexpr unsigned event_idx = 29;      // §2.7.7 / §2.8.10
+inline constexpr unsigned protocol_features = 30;  // vhost-user only (not a virtio bit)
+inline constexpr unsigned version_1 = 32;
+inline constexpr unsigned access_platform = 33;
+inline constexpr unsigned ring_packed = 34;    // §2.8
+inline constexpr unsigned in_order = 35;       // §2.7.9 / §2.8.20
+}  // namespace feature
+
+constexpr std::uint64_t bit(unsigned b) noexcept { return std::uint64_t{1} << b; }
+constexpr bool has(std::uint64_t mask, unsigned b) noexcept { return (mask & bit(b)) != 0; }
+
+// What our vhost backend offers a frontend. The frontend may accept any subset; bits outside it
+// are refused at SET_FEATURES.
+// No checksum offloads and no EVENT_IDX yet: both sides poll with notifications suppressed.
+inline constexpr std::uint64_t backend_offered =
+    bit(feature::mrg_rxbuf) | bit(feature::mq) | bit(feature::ctrl_vq) | bit(feature::mac) | bit(feature::status) |
+    bit(feature::any_layout) | bit(feature::indirect_desc) | bit(feature::protocol_features) |
+    bit(feature::version_1) | bit(feature::ring_packed) | bit(feature::in_order);
+
+// Features without which we refuse to run: legacy (pre-1.0) layouts are not supported.
+inline constexpr std::uint64_t required = bit(feature::version_1);
+
+// Device status bits (virtio 1.2 §2.1).
+namespace status {
+inline constexpr std::uint8_t acknowledge = 1;
+inline constexpr std::uint8_t driver = 2;
+inline constexpr std::uint8_t driver_ok = 4;
+inline constexpr std::uint8_t features_ok = 8;
+inline constexpr std::uint8_t needs_reset = 64;
+inline constexpr std::uint8_t failed = 128;
+}  // namespace status
+
+}  // namespace ws::virtio

@@ -1,0 +1,51 @@
+// The virtio-net header (virtio 1.2 §5.1.6): 12 bytes with VERSION_1 (num_buffers always
+// present), in front of every packet on both RX and TX. Validation for headers a peer wrote.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace ws::virtio {
+
+struct NetHdr {
+  static constexpr std::uint8_t f_needs_csum = 1;
+  static constexpr std::uint8_t f_data_valid = 2;
+  static constexpr std::uint8_t gso_none = 0;
+  static constexpr std::uint8_t gso_tcpv4 = 1;
+  static constexpr std::uint8_t gso_udp = 3;
+  static constexpr std::uint8_t gso_tcpv6 = 4;
+  static constexpr std::uint8_t gso_ecn = 0x80;
+
+  std::uint8_t flags;
+  std::uint8_t gso_type;
+  std::uint16_t hdr_len;
+  std::uint16_t gso_size;
+  std::uint16_t csum_start;
+  std::uint16_t csum_offset;
+  std::uint16_t num_buffers;  // RX with MRG_RXBUF: descriptor chains this packet spans
+};
+static_assert(sizeof(NetHdr) == 12);
+static_assert(offsetof(NetHdr, num_buffers) == 10);
+
+inline constexpr std::uint32_t net_hdr_bytes = sizeof(NetHdr);
+
+enum class NetHdrCheck : std::uint8_t { ok, csum_beyond_packet, gso_without_size, hdr_len_beyond_packet, bad_gso_type };
+
+// Checks a header copied out of guest memory (never the guest's copy: it may change under us)
+// against the length of the packet that follows it. Thread-safe (pure).
+constexpr NetHdrCheck check_net_hdr(const NetHdr& h, std::uint32_t packet_bytes) noexcept {
+  if (h.flags & NetHdr::f_needs_csum) {
+    // virtio 1.2 §5.1.6.2: the checksum field lives at csum_start + csum_offset (2 bytes).
+    const std::uint32_t end = std::uint32_t{h.csum_start} + h.csum_offset + 2;
+    if (end > packet_bytes) return NetHdrCheck::csum_beyond_packet;
+  }
+  const std::uint8_t gso = h.gso_type & static_cast<std::uint8_t>(~NetHdr::gso_ecn);
+  if (gso != NetHdr::gso_none) {
+    if (gso != NetHdr::gso_tcpv4 && gso != NetHdr::gso_udp && gso != NetHdr::gso_tcpv6)
+      return NetHdrCheck::bad_gso_type;
+    if (h.gso_size == 0) return NetHdrCheck::gso_without_size;
+    if (h.hdr_len > packet_bytes) return NetHdrCheck::hdr_len_beyond_packet;
+  }
+  return NetHdrCheck::ok;
+}
+
+}  // namespace ws::virtio

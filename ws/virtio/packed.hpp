@@ -1,0 +1,379 @@
+// Packed virtqueue (virtio 1.2 §2.8): one descriptor ring both sides write, wrap counters instead
+// of indices, event suppression areas. Device-side engine (hostile-input walker) and driver-side
+// engine, as in split.hpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ws/virtio/guest_memory.hpp"
+#include "ws/virtio/split.hpp"  // Pop, Buffer
+#include "ws/virtio/virtqueue.hpp"
+#include "ws/virtio/walk.hpp"
+
+namespace ws::virtio {
+
+struct PackedDesc {  // §2.8.13
+  std::uint64_t addr;
+  std::uint32_t len;
+  std::uint16_t id;
+  std::uint16_t flags;
+};
+static_assert(sizeof(PackedDesc) == 16);
+
+struct EventSuppress {  // §2.8.10
+  static constexpr std::uint16_t enable = 0;
+  static constexpr std::uint16_t disable = 1;
+  static constexpr std::uint16_t desc = 2;  // with EVENT_IDX: notify at off_wrap
+  std::uint16_t off_wrap;
+  std::uint16_t flags;
+};
+static_assert(sizeof(EventSuppress) == 4);
+
+struct PackedRing {
+  std::uint32_t size = 0;                // 1..32768, any value
+  PackedDesc* desc = nullptr;            // 16-byte aligned; both sides write
+  EventSuppress* driver_event = nullptr; // driver writes, device reads; 4-aligned
+  EventSuppress* device_event = nullptr; // device writes, driver reads; 4-aligned
+};
+
+constexpr std::size_t packed_desc_bytes(std::uint32_t n) { return 16u * n; }
+
+Result<void> check_packed_ring(const PackedRing& ring);
+
+// §2.8.1: available when AVAIL equals the wrap counter and USED differs; used when both equal it.
+constexpr bool packed_avail(std::uint16_t flags, bool wrap) noexcept {
+  return ((flags & desc_flag::avail) != 0) == wrap && ((flags & desc_flag::used) != 0) != wrap;
+}
+constexpr bool packed_used(std::uint16_t flags, bool wrap) noexcept {
+  return ((flags & desc_flag::avail) != 0) == wrap && ((flags & desc_flag::used) != 0) == wrap;
+}
+
+// Device side of one packed ring. One thread (the polling lcore) calls everything but init.
+template <std::size_t MaxSegments = default_max_segments>
+class PackedDevice {
+ public:
+  using ChainT = Chain<MaxSegments>;
+
+  // Control path. `base` as SET_VRING_BASE sends it: bits 0-14 index, bit 15 wrap counter.
+  void init(const PackedRing& ring, const GuestMemory* mem, QueueHealth* health, bool indirect, bool event_idx,
+            std::uint16_t base) noexcept {
+    ring_ = ring;
+    mem_ = mem;
+    health_ = health;
+    indirect_ = indirect;
+    event_idx_ = event_idx;
+    avail_ = used_ = signalled_used_ = static_cast<std::uint16_t>(base & 0x7fff);
+    avail_wrap_ = used_wrap_ = (base & 0x8000) != 0;
+    if (avail_ >= ring_.size) avail_ = used_ = signalled_used_ = 0;  // checked by the caller; be safe
+  }
+
+  Pop pop(ChainT& c) noexcept {
+    if (health_->broken()) [[unlikely]] return Pop::broken;
+    // acquire: pairs with the driver's release store of the chain's first flags (made available last).
+    const std::uint16_t first = __atomic_load_n(&ring_.desc[avail_].flags, __ATOMIC_ACQUIRE);
+    if (!packed_avail(first, avail_wrap_)) return Pop::empty;
+    detail::clear(c);
+    std::uint16_t i = avail_;
+    bool wrap = avail_wrap_;
+    std::uint16_t flags = first;
+    for (std::uint32_t n = 0;; ++n) {
+      if (n == ring_.size) {
+        health_->report(QueueError::chain_loop);
+        return Pop::broken;
+      }
+      if (n > 0) {
+        // Later descriptors were written before the first was released; they must be available
+        // with the same wrap counter, or the driver is inconsistent.
+        flags = __atomic_load_n(&ring_.desc[i].flags, __ATOMIC_ACQUIRE);
+        if (!packed_avail(flags, wrap)) {
+          health_->report(QueueError::packed_bad_wrap);
+          return Pop::broken;
+        }
+      }
+      const PackedDesc* p = &ring_.desc[i];
+      const detail::DescCopy d{detail::load_once(&p->addr), detail::load_once(&p->len), flags,
+                               detail::load_once(&p->id)};
+      ++c.ring_descs;
+      if (++i == ring_.size) {
+        i = 0;
+        wrap = !wrap;
+      }
+      if (d.flags & desc_flag::indirect) {
+        if (!walk_indirect(d, c)) return Pop::broken;
+      } else if (!detail::append(c, *mem_, d, *health_)) {
+        return Pop::broken;
+      }
+      if (!(d.flags & desc_flag::next) || (d.flags & desc_flag::indirect)) {
+        // §2.8.6: the buffer id sits in the chain's last descriptor.
+        if (d.next_or_id >= ring_.size) {
+          health_->report(QueueError::packed_bad_id);
+          return Pop::broken;
+        }
+        c.id = d.next_or_id;
+        break;
+      }
+    }
+    avail_ = i;
+    avail_wrap_ = wrap;
+    return Pop::chain;
+  }
+
+  // Gives back popped chains (not yet pushed used) spanning `ring_descs` descriptors.
+  void unpop(std::uint32_t ring_descs) noexcept {
+    if (ring_descs <= avail_) {
+      avail_ = static_cast<std::uint16_t>(avail_ - ring_descs);
+    } else {
+      avail_ = static_cast<std::uint16_t>(avail_ + ring_.size - ring_descs);
+      avail_wrap_ = !avail_wrap_;
+    }
+  }
+
+  // Writes the used descriptor for a chain at the used position and skips the chain's length
+  // (§2.8.7). Visible to the driver at once (its flags store is the release).
+  void push_used(std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
+    PackedDesc* p = &ring_.desc[used_];
+    p->id = id;
+    p->len = len;
+    const auto flags = static_cast<std::uint16_t>(used_wrap_ ? (desc_flag::avail | desc_flag::used) : 0);
+    // release: id/len (and the buffer contents) before the flags. Pairs with the driver's acquire.
+    __atomic_store_n(&p->flags, flags, __ATOMIC_RELEASE);
+    used_ = static_cast<std::uint16_t>(used_ + ring_descs);
+    if (used_ >= ring_.size) {
+      used_ = static_cast<std::uint16_t>(used_ - ring_.size);
+      used_wrap_ = !used_wrap_;
+    }
+  }
+  void flush_used() noexcept {}  // packed: every push_used is already visible
+
+  // §2.8.10: the driver's event suppression area decides whether it wants an interrupt.
+  bool needs_notify() noexcept {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    const std::uint16_t old = signalled_used_;
+    signalled_used_ = used_;
+    const std::uint16_t flags = detail::load_once(&ring_.driver_event->flags);
+    if (flags != EventSuppress::desc || !event_idx_) return flags != EventSuppress::disable;
+    const std::uint16_t off_wrap = detail::load_once(&ring_.driver_event->off_wrap);
+    auto event = static_cast<std::uint16_t>(off_wrap & 0x7fff);
+    if (((off_wrap >> 15) != 0) != used_wrap_) event = static_cast<std::uint16_t>(event - ring_.size);
+    return need_event(event, used_, old);
+  }
+  void suppress_kicks(bool on) noexcept {
+    __atomic_store_n(&ring_.device_event->flags, on ? EventSuppress::disable : EventSuppress::enable,
+                     __ATOMIC_RELAXED);
+  }
+
+  // GET_VRING_BASE: bits 0-14 next avail index, bit 15 avail wrap counter.
+  std::uint16_t last_avail_idx() const noexcept {
+    return static_cast<std::uint16_t>(avail_ | (avail_wrap_ ? 0x8000 : 0));
+  }
+  std::uint32_t size() const noexcept { return ring_.size; }
+
+ private:
+  // §2.8.19: a table of sequential descriptors; only WRITE is valid inside it.
+  bool walk_indirect(const detail::DescCopy& d, ChainT& c) noexcept {
+    if (!indirect_) {
+      health_->report(QueueError::indirect_disabled);
+      return false;
+    }
+    if (d.flags & desc_flag::next) {
+      health_->report(QueueError::indirect_with_next);
+      return false;
+    }
+    const std::byte* table = nullptr;
+    const std::uint32_t n = detail::map_indirect(*mem_, d, ring_.size, table, *health_);
+    if (n == 0) return false;
+    const auto* descs = reinterpret_cast<const PackedDesc*>(table);
+    for (std::uint32_t k = 0; k < n; ++k) {
+      const PackedDesc* p = &descs[k];
+      const detail::DescCopy e{detail::load_once(&p->addr), detail::load_once(&p->len), detail::load_once(&p->flags),
+                               0};
+      if (e.flags & desc_flag::indirect) {
+        health_->report(QueueError::indirect_nested);
+        return false;
+      }
+      if (e.flags & desc_flag::next) {
+        health_->report(QueueError::indirect_with_next);
+        return false;
+      }
+      if (!detail::append(c, *mem_, e, *health_)) return false;
+    }
+    return true;
+  }
+
+  PackedRing ring_{};
+  const GuestMemory* mem_ = nullptr;
+  QueueHealth* health_ = nullptr;
+  std::uint16_t avail_ = 0;  // next descriptor to look at
+  std::uint16_t used_ = 0;   // next used slot to write
+  std::uint16_t signalled_used_ = 0;
+  bool avail_wrap_ = true;   // §2.8.1: both counters start at 1
+  bool used_wrap_ = true;
+  bool indirect_ = false;
+  bool event_idx_ = false;
+};
+
+// Driver side of one packed ring. With in_order the device may return one used descriptor for a
+// batch (§2.8.20): the chains up to and including the returned id are all done.
+template <class Cookie>
+class PackedDriver {
+ public:
+  void init(const PackedRing& ring, QueueHealth* health, bool in_order, bool event_idx) {
+    ring_ = ring;
+    health_ = health;
+    in_order_ = in_order;
+    event_idx_ = event_idx;
+    chain_len_.assign(ring.size, 0);
+    cookie_.assign(ring.size, Cookie{});
+    next_id_.assign(ring.size, 0);
+    for (std::uint32_t i = 0; i < ring.size; ++i) next_id_[i] = static_cast<std::uint16_t>(i + 1);
+    free_id_ = 0;
+    free_ = ring.size;
+    avail_ = used_ = kicked_ = 0;
+    avail_wrap_ = used_wrap_ = true;
+    batch_id_ = -1;
+  }
+
+  std::uint32_t free_descs() const noexcept { return free_; }
+
+  // Writes a chain of n buffers; the first descriptor's flags are stored last (release), so the
+  // device sees the chain whole (§2.8.6). False when fewer than n descriptors are free.
+  bool post(const Buffer* bufs, std::uint16_t n, Cookie cookie) noexcept {
+    if (n == 0 || n > free_) return false;
+    // In order: the id is the head's position, so the device's batch answers map to positions.
+    const std::uint16_t id = in_order_ ? avail_ : free_id_;
+    if (!in_order_) free_id_ = next_id_[id];
+    const std::uint16_t head = avail_;
+    const auto head_flags = static_cast<std::uint16_t>(
+        (bufs[0].device_writes ? desc_flag::write : 0) | (n > 1 ? desc_flag::next : 0) | avail_bits());
+    for (std::uint16_t k = 0; k < n; ++k) {
+      PackedDesc& d = ring_.desc[avail_];
+      d.addr = bufs[k].addr;
+      d.len = bufs[k].len;
+      d.id = id;
+      if (k > 0)
+        d.flags = static_cast<std::uint16_t>((bufs[k].device_writes ? desc_flag::write : 0) |
+                                             (k + 1 < n ? desc_flag::next : 0) | avail_bits());
+      if (++avail_ == ring_.size) {
+        avail_ = 0;
+        avail_wrap_ = !avail_wrap_;
+      }
+    }
+    // release: the chain's other descriptors before the head's flags. Pairs with the device's acquire.
+    __atomic_store_n(&ring_.desc[head].flags, head_flags, __ATOMIC_RELEASE);
+    free_ -= n;
+    chain_len_[id] = n;
+    cookie_[id] = cookie;
+    ++outstanding_;
+    return true;
+  }
+
+  // Nothing to publish in a packed ring; returns whether the device wants a kick (§2.8.10).
+  bool publish() noexcept {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    const std::uint16_t old = kicked_;
+    kicked_ = avail_;
+    const std::uint16_t flags = detail::load_once(&ring_.device_event->flags);
+    if (flags != EventSuppress::desc || !event_idx_) return flags != EventSuppress::disable;
+    const std::uint16_t off_wrap = detail::load_once(&ring_.device_event->off_wrap);
+    auto event = static_cast<std::uint16_t>(off_wrap & 0x7fff);
+    if (((off_wrap >> 15) != 0) != avail_wrap_) event = static_cast<std::uint16_t>(event - ring_.size);
+    return need_event(event, avail_, old);
+  }
+  void suppress_interrupts(bool on) noexcept {
+    __atomic_store_n(&ring_.driver_event->flags, on ? EventSuppress::disable : EventSuppress::enable,
+                     __ATOMIC_RELAXED);
+  }
+
+  // Takes up to `max` completed chains. Ids we did not post break the queue.
+  std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {
+    if (health_->broken()) [[unlikely]] return 0;
+    std::uint16_t done = 0;
+    while (done < max && outstanding_ > 0) {
+      if (batch_id_ < 0) {
+        const PackedDesc* p = &ring_.desc[used_];
+        // acquire: pairs with the device's release store of the used flags.
+        const std::uint16_t flags = __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
+        if (!packed_used(flags, used_wrap_)) break;
+        const std::uint16_t id = detail::load_once(&p->id);
+        const std::uint32_t len = detail::load_once(&p->len);
+        if (id >= ring_.size || chain_len_[id] == 0) [[unlikely]] {
+          health_->report(QueueError::used_bad_id);
+          break;
+        }
+        if (!in_order_) {
+          done = take(id, len, cookies, lens, done);
+          continue;
+        }
+        batch_id_ = id;  // in order: every chain from the used position through `id` is done
+        batch_len_ = len;
+      }
+      // Outstanding chains sit contiguously from used_ (ids are positions), so `batch_id_` is
+      // reached; a batch cut by `max` resumes here on the next call without rereading the ring.
+      const std::uint16_t cur = used_;
+      if (chain_len_[cur] == 0) [[unlikely]] {
+        health_->report(QueueError::used_bad_id);
+        batch_id_ = -1;
+        break;
+      }
+      const bool last = cur == batch_id_;
+      done = take(cur, last ? batch_len_ : 0, cookies, lens, done);
+      if (last) batch_id_ = -1;
+    }
+    return done;
+  }
+
+  std::uint32_t outstanding() const noexcept { return outstanding_; }
+
+  // Control path, ring stopped: hands every outstanding cookie to `f` and forgets them.
+  template <class F>
+  void drain(F&& f) {
+    for (std::uint32_t i = 0; i < ring_.size; ++i)
+      if (chain_len_[i] != 0) {
+        f(cookie_[i]);
+        chain_len_[i] = 0;
+      }
+    outstanding_ = 0;
+  }
+
+ private:
+  std::uint16_t avail_bits() const noexcept {
+    return static_cast<std::uint16_t>(avail_wrap_ ? desc_flag::avail : desc_flag::used);
+  }
+  std::uint16_t take(std::uint16_t id, std::uint32_t len, Cookie* cookies, std::uint32_t* lens,
+                     std::uint16_t done) noexcept {
+    const std::uint16_t n = chain_len_[id];
+    cookies[done] = cookie_[id];
+    if (lens != nullptr) lens[done] = len;
+    chain_len_[id] = 0;
+    free_ += n;
+    --outstanding_;
+    if (!in_order_) {
+      next_id_[id] = free_id_;
+      free_id_ = id;
+    }
+    used_ = static_cast<std::uint16_t>(used_ + n);
+    if (used_ >= ring_.size) {
+      used_ = static_cast<std::uint16_t>(used_ - ring_.size);
+      used_wrap_ = !used_wrap_;
+    }
+    return static_cast<std::uint16_t>(done + 1);
+  }
+
+  PackedRing ring_{};
+  QueueHealth* health_ = nullptr;
+  std::vector<std::uint16_t> chain_len_;  // by id; 0 = not outstanding
+  std::vector<Cookie> cookie_;
+  std::vector<std::uint16_t> next_id_;    // free id list (out of order)
+  std::uint16_t free_id_ = 0;
+  std::uint32_t free_ = 0;
+  std::uint32_t outstanding_ = 0;
+  std::int32_t batch_id_ = -1;  // in-order batch being retired (-1: none)
+  std::uint32_t batch_len_ = 0;
+  std::uint16_t avail_ = 0, used_ = 0, kicked_ = 0;
+  bool avail_wrap_ = true, used_wrap_ = true;
+  bool in_order_ = false;
+  bool event_idx_ = false;
+};
+
+}  // namespace ws::virtio

@@ -1,0 +1,266 @@
+// Packed virtqueue: driver and device engines against each other (chains across the ring end,
+// wrap counters, in-order batches, indirect tables, event suppression), then hostile input.
+#include "ws/virtio/packed.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "ws/virtio/test_memory.hpp"
+
+namespace ws::virtio {
+namespace {
+
+using test::TestMemory;
+constexpr std::uint16_t NX = desc_flag::next, WR = desc_flag::write, IND = desc_flag::indirect;
+constexpr std::uint16_t AV = desc_flag::avail, US = desc_flag::used;
+
+struct PackedPair {
+  TestMemory tm{1 << 20};
+  PackedRing ring;
+  QueueHealth dev_health, drv_health;
+  PackedDevice<> dev;
+  PackedDriver<std::uint32_t> drv;
+  std::byte* bufs;
+
+  explicit PackedPair(std::uint32_t n = 256, bool in_order = false, bool indirect = true, bool event_idx = false) {
+    ring.size = n;
+    ring.desc = tm.alloc<PackedDesc>(packed_desc_bytes(n), 16);
+    ring.driver_event = tm.alloc<EventSuppress>(4, 4);
+    ring.device_event = tm.alloc<EventSuppress>(4, 4);
+    EXPECT_TRUE(check_packed_ring(ring));
+    bufs = tm.alloc(64 * 1024);
+    dev.init(ring, &tm.mem(), &dev_health, indirect, event_idx, 0x8000);  // wrap counter 1
+    drv.init(ring, &drv_health, in_order, event_idx);
+  }
+  std::uint64_t buf(std::size_t off) const { return tm.guest(bufs + off); }
+  // Writes descriptor i as available for the first lap (wrap counter 1).
+  void set(std::uint16_t i, std::uint64_t addr, std::uint32_t len, std::uint16_t id, std::uint16_t flags) {
+    ring.desc[i] = PackedDesc{addr, len, id, static_cast<std::uint16_t>(flags | AV)};
+  }
+};
+
+TEST(PackedRingCheck, RefusesBadSizes) {
+  PackedPair p;
+  PackedRing r = p.ring;
+  r.size = 0;
+  EXPECT_FALSE(check_packed_ring(r));
+  r.size = 40000;
+  EXPECT_FALSE(check_packed_ring(r));
+  r.size = 5;  // not a power of two: fine for packed
+  EXPECT_TRUE(check_packed_ring(r));
+}
+
+class PackedRoundTrip : public ::testing::TestWithParam<bool> {};  // in_order
+
+TEST_P(PackedRoundTrip, ChainsCrossTheRingEndAndWrapCountersFlip) {
+  const bool in_order = GetParam();
+  PackedPair p(7, in_order);  // odd size: chains of 2 straddle the end every other lap
+  PackedDevice<>::ChainT c;
+  std::uint32_t cookies[8], lens[8];
+  for (std::uint32_t i = 0; i < 5000; ++i) {
+    const Buffer b[2] = {{p.buf(0), 12, false}, {p.buf(12 + i % 100), 64, false}};
+    ASSERT_TRUE(p.drv.post(b, 2, i));
+    const Buffer w{p.buf(4096), 1500, true};
+    ASSERT_TRUE(p.drv.post(&w, 1, i + 100000));
+    p.drv.publish();
+    ASSERT_EQ(p.dev.pop(c), Pop::chain) << i;
+    ASSERT_EQ(c.segments, 2);
+    EXPECT_EQ(c.seg[1].host, p.bufs + 12 + i % 100);
+    EXPECT_EQ(c.ring_descs, 2);
+    const auto first = c;
+    ASSERT_EQ(p.dev.pop(c), Pop::chain);
+    EXPECT_EQ(c.writable_bytes, 1500u);
+    EXPECT_EQ(p.dev.pop(c), Pop::empty);
+    if (in_order && i % 2 == 0) {
+      p.dev.push_used(c.id, 700, 3);  // §2.8.20: one used descriptor for the batch
+    } else {
+      p.dev.push_used(first.id, 0, first.ring_descs);
+      p.dev.push_used(c.id, 700, c.ring_descs);
+    }
+    ASSERT_EQ(p.drv.reclaim(cookies, lens, 8), 2) << i;
+    EXPECT_EQ(cookies[0], i);
+    EXPECT_EQ(cookies[1], i + 100000);
+    EXPECT_EQ(lens[1], 700u);
+  }
+  EXPECT_EQ(p.drv.free_descs(), 7u);
+  EXPECT_FALSE(p.dev_health.broken());
+  EXPECT_FALSE(p.drv_health.broken());
+}
+
+INSTANTIATE_TEST_SUITE_P(InOrder, PackedRoundTrip, ::testing::Bool());
+
+TEST(Packed, UnpopRewindsAcrossTheRingEnd) {
+  PackedPair p(5);
+  const Buffer b[2] = {{p.buf(0), 64, true}, {p.buf(64), 64, true}};
+  PackedDevice<>::ChainT c;
+  std::uint32_t cookies[4];
+  for (std::uint32_t i = 0; i < 2; ++i) {  // move to position 4 with wrap counter 1
+    ASSERT_TRUE(p.drv.post(b, 2, i));
+    ASSERT_EQ(p.dev.pop(c), Pop::chain);
+    p.dev.push_used(c.id, 0, c.ring_descs);
+    ASSERT_EQ(p.drv.reclaim(cookies, nullptr, 4), 1);
+  }
+  ASSERT_TRUE(p.drv.post(b, 2, 7));  // positions 4 and 0: straddles the end
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  const auto before = p.dev.last_avail_idx();
+  EXPECT_EQ(before, 1) << "index 1, wrap counter flipped to 0";
+  p.dev.unpop(c.ring_descs);
+  EXPECT_EQ(p.dev.last_avail_idx(), 0x8004);
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  EXPECT_EQ(p.dev.last_avail_idx(), before);
+}
+
+TEST(Packed, InOrderBatchCutByTheBurstSizeResumes) {
+  PackedPair p(16, true);
+  const Buffer b{p.buf(0), 64, false};
+  PackedDevice<>::ChainT c;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(p.drv.post(&b, 1, 20 + i));
+    ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  }
+  p.dev.push_used(c.id, 64, 3);  // one used descriptor for the three chains
+  std::uint32_t cookie = 0, len = 0;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(p.drv.reclaim(&cookie, &len, 1), 1) << i;
+    EXPECT_EQ(cookie, 20 + i);
+  }
+  EXPECT_EQ(len, 64u);
+  EXPECT_EQ(p.drv.reclaim(&cookie, &len, 1), 0);
+  EXPECT_EQ(p.drv.outstanding(), 0u);
+  EXPECT_FALSE(p.drv_health.broken());
+}
+
+TEST(Packed, OutOfOrderCompletionsReturnTheRightCookies) {
+  PackedPair p(8);
+  const Buffer b{p.buf(0), 64, false};
+  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(p.drv.post(&b, 1, 10 + i));
+  PackedDevice<>::ChainT c[3];
+  for (auto& x : c) ASSERT_EQ(p.dev.pop(x), Pop::chain);
+  p.dev.push_used(c[2].id, 3, 1);
+  p.dev.push_used(c[0].id, 1, 1);
+  p.dev.push_used(c[1].id, 2, 1);
+  std::uint32_t cookies[4], lens[4];
+  ASSERT_EQ(p.drv.reclaim(cookies, lens, 4), 3);
+  EXPECT_EQ(cookies[0], 12u);
+  EXPECT_EQ(cookies[1], 10u);
+  EXPECT_EQ(cookies[2], 11u);
+}
+
+TEST(Packed, IndirectTableAndGetVringBase) {
+  PackedPair p(8);
+  auto* t = p.tm.alloc<PackedDesc>(32, 16);
+  t[0] = {p.buf(0), 12, 0, 0};
+  t[1] = {p.buf(100), 900, 0, WR};
+  p.set(0, p.tm.guest(t), 32, 5, IND);
+  PackedDevice<>::ChainT c;
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  EXPECT_EQ(c.id, 5);
+  EXPECT_EQ(c.readable, 1);
+  EXPECT_EQ(c.segments, 2);
+  EXPECT_EQ(c.writable_bytes, 900u);
+  EXPECT_EQ(p.dev.last_avail_idx(), 0x8001) << "index 1, wrap counter 1 in bit 15";
+}
+
+TEST(Packed, EventSuppression) {
+  PackedPair p(8, false, true, true);
+  const Buffer b{p.buf(0), 64, false};
+  p.dev.suppress_kicks(true);
+  ASSERT_TRUE(p.drv.post(&b, 1, 1));
+  EXPECT_FALSE(p.drv.publish());
+  p.dev.suppress_kicks(false);
+  EXPECT_TRUE(p.drv.publish());
+  PackedDevice<>::ChainT c;
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  p.dev.push_used(c.id, 0, 1);
+  p.ring.driver_event->flags = EventSuppress::desc;
+  p.ring.driver_event->off_wrap = 0x8000 | 3;  // interrupt when used passes 3 (wrap 1)
+  EXPECT_FALSE(p.dev.needs_notify());
+  p.drv.suppress_interrupts(true);
+  EXPECT_FALSE(p.dev.needs_notify());
+  p.drv.suppress_interrupts(false);
+  EXPECT_TRUE(p.dev.needs_notify());
+}
+
+struct Hostile {
+  std::string name;
+  QueueError expect;
+  std::function<void(PackedPair&)> post;
+};
+class PackedHostile : public ::testing::TestWithParam<Hostile> {};
+
+TEST_P(PackedHostile, IsRefusedCountedAndSticky) {
+  PackedPair p(16);
+  GetParam().post(p);
+  PackedDevice<>::ChainT c;
+  EXPECT_EQ(p.dev.pop(c), Pop::broken) << GetParam().name;
+  EXPECT_EQ(p.dev_health.first_error(), GetParam().expect) << queue_error_name(p.dev_health.first_error());
+  EXPECT_EQ(p.dev.pop(c), Pop::broken);
+  EXPECT_EQ(p.dev_health.total(), 1u);
+}
+
+const Hostile packed_cases[] = {
+    {"id_beyond_ring", QueueError::packed_bad_id, [](PackedPair& p) { p.set(0, p.buf(0), 64, 16, 0); }},
+    {"id_in_last_descriptor_bad", QueueError::packed_bad_id,
+     [](PackedPair& p) {
+       p.set(1, p.buf(0), 64, 0xffff, 0);
+       p.set(0, p.buf(0), 64, 0, NX);
+     }},
+    {"later_descriptor_not_available", QueueError::packed_bad_wrap,
+     [](PackedPair& p) { p.set(0, p.buf(0), 64, 0, NX); }},
+    {"later_descriptor_used_flags", QueueError::packed_bad_wrap,
+     [](PackedPair& p) {
+       p.ring.desc[1] = {p.buf(0), 64, 0, static_cast<std::uint16_t>(AV | US)};
+       p.set(0, p.buf(0), 64, 0, NX);
+     }},
+    {"whole_ring_chained", QueueError::chain_loop,
+     [](PackedPair& p) {
+       for (std::uint16_t i = 0; i < 16; ++i) p.set(i, p.buf(0), 1, 0, NX);
+     }},
+    {"address_outside", QueueError::bad_address, [](PackedPair& p) { p.set(0, 0x10, 64, 0, 0); }},
+    {"address_overflow", QueueError::bad_address, [](PackedPair& p) { p.set(0, ~0ull - 3, 8, 0, 0); }},
+    {"indirect_bad_length", QueueError::indirect_bad_length,
+     [](PackedPair& p) { p.set(0, p.buf(0), 24, 0, IND); }},
+    {"indirect_larger_than_ring", QueueError::indirect_bad_length,
+     [](PackedPair& p) { p.set(0, p.buf(0), 17 * 16, 0, IND); }},
+    {"indirect_with_next", QueueError::indirect_with_next,
+     [](PackedPair& p) {
+       p.set(1, p.buf(0), 64, 0, 0);
+       p.set(0, p.buf(0), 32, 0, IND | NX);
+     }},
+    {"next_inside_indirect_table", QueueError::indirect_with_next,
+     [](PackedPair& p) {
+       auto* t = p.tm.alloc<PackedDesc>(32, 16);
+       t[0] = {p.buf(0), 12, 0, NX};
+       t[1] = {p.buf(0), 12, 0, 0};
+       p.set(0, p.tm.guest(t), 32, 0, IND);
+     }},
+    {"nested_indirect", QueueError::indirect_nested,
+     [](PackedPair& p) {
+       auto* t = p.tm.alloc<PackedDesc>(16, 16);
+       t[0] = {p.tm.guest(t), 16, 0, IND};
+       p.set(0, p.tm.guest(t), 16, 0, IND);
+     }},
+    {"readable_after_writable", QueueError::read_after_write,
+     [](PackedPair& p) {
+       p.set(1, p.buf(0), 64, 0, 0);
+       p.set(0, p.buf(0), 64, 0, WR | NX);
+     }},
+};
+INSTANTIATE_TEST_SUITE_P(Descriptors, PackedHostile, ::testing::ValuesIn(packed_cases),
+                         [](const auto& param_info) { return param_info.param.name; });
+
+TEST(PackedDriverSide, RefusesIdsItNeverPosted) {
+  PackedPair p(8);
+  const Buffer b{p.buf(0), 64, false};
+  ASSERT_TRUE(p.drv.post(&b, 1, 1));
+  p.ring.desc[0] = {0, 0, 6, static_cast<std::uint16_t>(AV | US)};  // used, id 6 never posted
+  std::uint32_t cookies[2];
+  EXPECT_EQ(p.drv.reclaim(cookies, nullptr, 2), 0);
+  EXPECT_EQ(p.drv_health.first_error(), QueueError::used_bad_id);
+}
+
+}  // namespace
+}  // namespace ws::virtio

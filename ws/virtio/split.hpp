@@ -1,0 +1,351 @@
+// Split virtqueue (virtio 1.2 §2.7): the ring layout, the device-side engine (vhost: take
+// available chains, walk them as hostile input, return used entries) and the driver-side engine
+// (virtio_user: post buffers, reclaim used ones). Shadow indices keep shared-memory index
+// traffic to one load/store per burst.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ws/virtio/guest_memory.hpp"
+#include "ws/virtio/virtqueue.hpp"
+#include "ws/virtio/walk.hpp"
+
+namespace ws::virtio {
+
+struct SplitDesc {  // §2.7.5
+  std::uint64_t addr;
+  std::uint32_t len;
+  std::uint16_t flags;
+  std::uint16_t next;
+};
+static_assert(sizeof(SplitDesc) == 16);
+
+struct UsedElem {  // §2.7.8
+  std::uint32_t id;
+  std::uint32_t len;
+};
+static_assert(sizeof(UsedElem) == 8);
+
+inline constexpr std::uint16_t avail_f_no_interrupt = 1;  // §2.7.7: driver asks for no interrupts
+inline constexpr std::uint16_t used_f_no_notify = 1;      // §2.7.10: device asks for no kicks
+
+// Bytes of each area for a ring of `n` entries (with the event-index words).
+constexpr std::size_t split_desc_bytes(std::uint32_t n) { return 16u * n; }
+constexpr std::size_t split_avail_bytes(std::uint32_t n) { return 2u * (3u + n); }
+constexpr std::size_t split_used_bytes(std::uint32_t n) { return 6u + 8u * n; }
+
+// Where the three areas are, in our address space. Who writes: desc and avail the driver,
+// used the device.
+struct SplitRing {
+  std::uint32_t size = 0;           // power of two, <= 32768
+  SplitDesc* desc = nullptr;        // 16-byte aligned
+  std::uint16_t* avail = nullptr;   // [0] flags, [1] idx, [2, 2+size) ring, [2+size] used_event
+  std::uint16_t* used = nullptr;    // [0] flags, [1] idx, then UsedElem[size], then avail_event; 4-aligned
+
+  std::uint16_t* avail_idx() const noexcept { return avail + 1; }
+  std::uint16_t* avail_ring() const noexcept { return avail + 2; }
+  std::uint16_t* used_event() const noexcept { return avail + 2 + size; }
+  std::uint16_t* used_idx() const noexcept { return used + 1; }
+  UsedElem* used_ring() const noexcept { return reinterpret_cast<UsedElem*>(used + 2); }
+  std::uint16_t* avail_event() const noexcept { return reinterpret_cast<std::uint16_t*>(used_ring() + size); }
+};
+
+// Checks size (power of two, 1..32768) and alignments (§2.7 table: 16, 2, 4). Control path.
+Result<void> check_split_ring(const SplitRing& ring);
+
+enum class Pop : std::uint8_t { chain, empty, broken };
+
+// Device side of one split ring. One thread (the polling lcore) calls everything but init.
+template <std::size_t MaxSegments = default_max_segments>
+class SplitDevice {
+ public:
+  using ChainT = Chain<MaxSegments>;
+
+  // Control path, ring stopped. `ring` was checked by check_split_ring; `base` is the index
+  // SET_VRING_BASE gave (next avail entry to take; used entries continue from it).
+  void init(const SplitRing& ring, const GuestMemory* mem, QueueHealth* health, bool indirect, bool event_idx,
+            std::uint16_t base) noexcept {
+    ring_ = ring;
+    mask_ = static_cast<std::uint16_t>(ring.size - 1);
+    mem_ = mem;
+    health_ = health;
+    indirect_ = indirect;
+    event_idx_ = event_idx;
+    last_avail_ = shadow_avail_ = base;
+    used_ = signalled_used_ = base;
+  }
+
+  // Takes the next available chain into `c` (validated, translated). Refusals are counted in
+  // the QueueHealth and leave the queue broken.
+  Pop pop(ChainT& c) noexcept {
+    if (health_->broken()) [[unlikely]] return Pop::broken;
+    if (last_avail_ == shadow_avail_) {
+      // acquire: pairs with the driver's release store of avail->idx after it filled the ring.
+      const std::uint16_t idx = __atomic_load_n(ring_.avail_idx(), __ATOMIC_ACQUIRE);
+      if (static_cast<std::uint16_t>(idx - last_avail_) > ring_.size) [[unlikely]] {
+        health_->report(QueueError::avail_index_jump);
+        return Pop::broken;
+      }
+      shadow_avail_ = idx;
+      if (idx == last_avail_) return Pop::empty;
+    }
+    const std::uint16_t head = detail::load_once(&ring_.avail_ring()[last_avail_ & mask_]);
+    if (!walk(head, c)) [[unlikely]] return Pop::broken;
+    ++last_avail_;
+    return Pop::chain;
+  }
+
+  // Gives back the last `chains` popped chains (not yet pushed used): they will pop again.
+  void unpop(std::uint16_t chains) noexcept { last_avail_ = static_cast<std::uint16_t>(last_avail_ - chains); }
+
+  // Available chains not yet taken (reads the shared index). Polling thread.
+  std::uint16_t pending() noexcept {
+    const std::uint16_t idx = __atomic_load_n(ring_.avail_idx(), __ATOMIC_ACQUIRE);
+    return static_cast<std::uint16_t>(idx - last_avail_);
+  }
+
+  // Writes one used entry (not visible until flush_used). `id` is a chain's head.
+  void push_used(std::uint16_t id, std::uint32_t len) noexcept {
+    UsedElem* e = &ring_.used_ring()[used_ & mask_];
+    e->id = id;
+    e->len = len;
+    ++used_;
+  }
+  // Publishes the used entries written since the last flush.
+  void flush_used() noexcept {
+    // release: the used entries (and the buffer contents) before the index. Pairs with the
+    // driver's acquire load of used->idx.
+    __atomic_store_n(ring_.used_idx(), used_, __ATOMIC_RELEASE);
+  }
+
+  // Whether the driver wants an interrupt for what was flushed since the last call (§2.7.7).
+  bool needs_notify() noexcept {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);  // used idx store before the event read (§2.7.7.2)
+    const std::uint16_t old = signalled_used_;
+    signalled_used_ = used_;
+    if (event_idx_) return need_event(detail::load_once(ring_.used_event()), used_, old);
+    return (detail::load_once(ring_.avail) & avail_f_no_interrupt) == 0;
+  }
+  // Ask the driver not to kick us (we poll). §2.7.10.
+  void suppress_kicks(bool on) noexcept {
+    __atomic_store_n(ring_.used, static_cast<std::uint16_t>(on ? used_f_no_notify : 0), __ATOMIC_RELAXED);
+  }
+
+  std::uint16_t last_avail_idx() const noexcept { return last_avail_; }  // GET_VRING_BASE
+  std::uint16_t used_idx() const noexcept { return used_; }
+  std::uint32_t size() const noexcept { return ring_.size; }
+
+ private:
+  bool walk(std::uint16_t head, ChainT& c) noexcept {
+    detail::clear(c);
+    c.id = head;
+    if (head >= ring_.size) {
+      health_->report(QueueError::head_out_of_range);
+      return false;
+    }
+    std::uint16_t i = head;
+    for (std::uint32_t steps = 0;; ++steps) {
+      if (steps == ring_.size) {  // a chain never holds more descriptors than the ring
+        health_->report(QueueError::chain_loop);
+        return false;
+      }
+      const detail::DescCopy d = copy(&ring_.desc[i]);
+      ++c.ring_descs;
+      if (d.flags & desc_flag::indirect) return walk_indirect(d, c);
+      if (!detail::append(c, *mem_, d, *health_)) return false;
+      if (!(d.flags & desc_flag::next)) return true;
+      if (d.next_or_id >= ring_.size) {
+        health_->report(QueueError::next_out_of_range);
+        return false;
+      }
+      i = d.next_or_id;
+    }
+  }
+
+  // §2.7.5.3: an indirect descriptor ends the chain and its table is a chain of its own.
+  bool walk_indirect(const detail::DescCopy& d, ChainT& c) noexcept {
+    if (!indirect_) {
+      health_->report(QueueError::indirect_disabled);
+      return false;
+    }
+    if (d.flags & desc_flag::next) {  // §2.7.5.3.1: driver MUST NOT set both
+      health_->report(QueueError::indirect_with_next);
+      return false;
+    }
+    const std::byte* table = nullptr;
+    const std::uint32_t n = detail::map_indirect(*mem_, d, ring_.size, table, *health_);
+    if (n == 0) return false;
+    const auto* descs = reinterpret_cast<const SplitDesc*>(table);
+    std::uint32_t i = 0;
+    for (std::uint32_t steps = 0;; ++steps) {
+      if (steps == n) {
+        health_->report(QueueError::chain_loop);
+        return false;
+      }
+      const detail::DescCopy e = copy(&descs[i]);
+      if (e.flags & desc_flag::indirect) {
+        health_->report(QueueError::indirect_nested);
+        return false;
+      }
+      if (!detail::append(c, *mem_, e, *health_)) return false;
+      if (!(e.flags & desc_flag::next)) return true;
+      if (e.next_or_id >= n) {
+        health_->report(QueueError::next_out_of_range);
+        return false;
+      }
+      i = e.next_or_id;
+    }
+  }
+
+  static detail::DescCopy copy(const SplitDesc* p) noexcept {
+    return {detail::load_once(&p->addr), detail::load_once(&p->len), detail::load_once(&p->flags),
+            detail::load_once(&p->next)};
+  }
+
+  SplitRing ring_{};
+  const GuestMemory* mem_ = nullptr;
+  QueueHealth* health_ = nullptr;
+  std::uint16_t mask_ = 0;
+  std::uint16_t last_avail_ = 0;    // next avail entry to take
+  std::uint16_t shadow_avail_ = 0;  // avail->idx as last read
+  std::uint16_t used_ = 0;          // next used entry to write (shadow of used->idx)
+  std::uint16_t signalled_used_ = 0;
+  bool indirect_ = false;
+  bool event_idx_ = false;
+};
+
+// A buffer the driver posts: an address in the shared memory (IOVA = VA) and who writes it.
+struct Buffer {
+  std::uint64_t addr;
+  std::uint32_t len;
+  bool device_writes;
+};
+
+// Driver side of one split ring; Cookie identifies what a chain carried (an Mbuf*). One thread
+// calls post/publish/reclaim; init is control path.
+template <class Cookie>
+class SplitDriver {
+ public:
+  // Control path: `ring` lies in memory the device shares, zeroed. Allocates the private state.
+  void init(const SplitRing& ring, QueueHealth* health, bool event_idx) {
+    ring_ = ring;
+    mask_ = static_cast<std::uint16_t>(ring.size - 1);
+    health_ = health;
+    event_idx_ = event_idx;
+    next_.assign(ring.size, 0);
+    chain_len_.assign(ring.size, 0);
+    cookie_.assign(ring.size, Cookie{});
+    for (std::uint32_t i = 0; i < ring.size; ++i) next_[i] = static_cast<std::uint16_t>((i + 1) & mask_);
+    free_head_ = 0;
+    free_ = ring.size;
+    avail_ = kicked_avail_ = last_used_ = 0;
+  }
+
+  std::uint32_t free_descs() const noexcept { return free_; }
+
+  // Fills a chain of `n` (>= 1) buffers and puts its head in the avail ring (visible after
+  // publish). False when fewer than n descriptors are free.
+  bool post(const Buffer* bufs, std::uint16_t n, Cookie cookie) noexcept {
+    if (n == 0 || n > free_) return false;
+    const std::uint16_t head = free_head_;
+    std::uint16_t i = head;
+    for (std::uint16_t k = 0; k < n; ++k) {
+      SplitDesc& d = ring_.desc[i];
+      d.addr = bufs[k].addr;
+      d.len = bufs[k].len;
+      d.flags = static_cast<std::uint16_t>((bufs[k].device_writes ? desc_flag::write : 0) |
+                                           (k + 1 < n ? desc_flag::next : 0));
+      d.next = next_[i];
+      if (k + 1 < n) i = next_[i];
+    }
+    free_head_ = next_[i];
+    free_ -= n;
+    chain_len_[head] = n;
+    cookie_[head] = cookie;
+    ring_.avail_ring()[avail_ & mask_] = head;
+    ++avail_;
+    return true;
+  }
+
+  // Makes posted chains visible to the device; returns whether it wants a kick (§2.7.10).
+  bool publish() noexcept {
+    // release: descriptors and avail entries before the index. Pairs with the device's acquire.
+    __atomic_store_n(ring_.avail_idx(), avail_, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);  // index store before reading the device's event
+    const std::uint16_t old = kicked_avail_;
+    kicked_avail_ = avail_;
+    if (event_idx_) return need_event(detail::load_once(ring_.avail_event()), avail_, old);
+    return (detail::load_once(ring_.used) & used_f_no_notify) == 0;
+  }
+  // Ask the device not to interrupt us (we poll).
+  void suppress_interrupts(bool on) noexcept {
+    __atomic_store_n(ring_.avail, static_cast<std::uint16_t>(on ? avail_f_no_interrupt : 0), __ATOMIC_RELAXED);
+  }
+
+  // Takes up to `max` used chains: their cookies and the lengths the device wrote. A device that
+  // returns an id we never posted, or moves used->idx too far, breaks the queue.
+  std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {
+    if (health_->broken()) [[unlikely]] return 0;
+    // acquire: pairs with the device's release store of used->idx.
+    const std::uint16_t used = __atomic_load_n(ring_.used_idx(), __ATOMIC_ACQUIRE);
+    const std::uint16_t ready = static_cast<std::uint16_t>(used - last_used_);
+    if (ready > static_cast<std::uint16_t>(avail_ - last_used_)) [[unlikely]] {
+      health_->report(QueueError::used_index_jump);
+      return 0;
+    }
+    const std::uint16_t n = ready < max ? ready : max;
+    for (std::uint16_t k = 0; k < n; ++k) {
+      const UsedElem* e = &ring_.used_ring()[last_used_ & mask_];
+      const std::uint32_t id = detail::load_once(&e->id);
+      if (id >= ring_.size || chain_len_[id] == 0) [[unlikely]] {
+        health_->report(QueueError::used_bad_id);
+        return k;
+      }
+      cookies[k] = cookie_[id];
+      if (lens != nullptr) lens[k] = detail::load_once(&e->len);
+      release(static_cast<std::uint16_t>(id));
+      ++last_used_;
+    }
+    return n;
+  }
+
+  // Control path, ring stopped: hands every outstanding cookie to `f` and forgets them.
+  template <class F>
+  void drain(F&& f) {
+    for (std::uint32_t i = 0; i < ring_.size; ++i)
+      if (chain_len_[i] != 0) {
+        f(cookie_[i]);
+        chain_len_[i] = 0;
+      }
+  }
+
+  std::uint16_t avail_idx() const noexcept { return avail_; }
+  std::uint16_t outstanding() const noexcept { return static_cast<std::uint16_t>(avail_ - last_used_); }
+
+ private:
+  void release(std::uint16_t head) noexcept {
+    const std::uint16_t n = chain_len_[head];
+    std::uint16_t last = head;
+    for (std::uint16_t k = 1; k < n; ++k) last = next_[last];  // our private links, not the ring's
+    next_[last] = free_head_;
+    free_head_ = head;
+    free_ += n;
+    chain_len_[head] = 0;
+  }
+
+  SplitRing ring_{};
+  QueueHealth* health_ = nullptr;
+  std::vector<std::uint16_t> next_;       // private copy of the links: the device cannot corrupt it
+  std::vector<std::uint16_t> chain_len_;  // 0 = not outstanding
+  std::vector<Cookie> cookie_;
+  std::uint16_t mask_ = 0;
+  std::uint16_t free_head_ = 0;
+  std::uint32_t free_ = 0;
+  std::uint16_t avail_ = 0;  // shadow of avail->idx
+  std::uint16_t kicked_avail_ = 0;
+  std::uint16_t last_used_ = 0;
+  bool event_idx_ = false;
+};
+
+}  // namespace ws::virtio

@@ -1,0 +1,399 @@
+// Split virtqueue: the driver and device engines against each other (chains, indirect tables,
+// index wrap, event suppression), then every kind of hostile descriptor the device must refuse.
+#include "ws/virtio/split.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "ws/virtio/test_memory.hpp"
+
+namespace ws::virtio {
+namespace {
+
+using test::TestMemory;
+
+struct SplitPair {
+  static constexpr std::uint32_t n = 256;
+  TestMemory tm{1 << 20};
+  SplitRing ring;
+  QueueHealth dev_health, drv_health;
+  SplitDevice<> dev;
+  SplitDriver<std::uint32_t> drv;
+  std::byte* bufs;
+
+  explicit SplitPair(bool indirect = true, bool event_idx = false) {
+    ring.size = n;
+    ring.desc = tm.alloc<SplitDesc>(split_desc_bytes(n), 16);
+    ring.avail = tm.alloc<std::uint16_t>(split_avail_bytes(n), 2);
+    ring.used = tm.alloc<std::uint16_t>(split_used_bytes(n), 4);
+    EXPECT_TRUE(check_split_ring(ring));
+    bufs = tm.alloc(64 * 1024);
+    dev.init(ring, &tm.mem(), &dev_health, indirect, event_idx, 0);
+    drv.init(ring, &drv_health, event_idx);
+  }
+  std::uint64_t buf(std::size_t off) const { return tm.guest(bufs + off); }
+  // Raw access for hostile tests: descriptor i and "make head available".
+  void set(std::uint16_t i, std::uint64_t addr, std::uint32_t len, std::uint16_t flags, std::uint16_t next) {
+    ring.desc[i] = SplitDesc{addr, len, flags, next};
+  }
+  void offer(std::uint16_t head) {
+    const std::uint16_t idx = *ring.avail_idx();
+    ring.avail_ring()[idx % n] = head;
+    *ring.avail_idx() = static_cast<std::uint16_t>(idx + 1);
+  }
+};
+
+TEST(SplitRingCheck, RefusesBadSizesAndAlignment) {
+  SplitPair p;
+  SplitRing r = p.ring;
+  for (std::uint32_t bad : {0u, 3u, 100u, 65536u}) {
+    r.size = bad;
+    auto c = check_split_ring(r);
+    ASSERT_FALSE(c) << bad;
+    EXPECT_NE(c.error().message.find("power of two"), std::string::npos);
+  }
+  r = p.ring;
+  r.desc = reinterpret_cast<SplitDesc*>(reinterpret_cast<std::byte*>(r.desc) + 8);
+  EXPECT_FALSE(check_split_ring(r));
+}
+
+TEST(Split, ChainsRoundTripThroughTheWrapOfEveryIndex) {
+  SplitPair p;
+  DefaultChain c;
+  std::uint32_t cookie = 0, got = 0, len = 0;
+  for (std::uint32_t i = 0; i < 70000; ++i) {  // past the 16-bit index wrap
+    std::memset(p.bufs, static_cast<int>(i & 0xff), 76);
+    const Buffer b[2] = {{p.buf(0), 12, false}, {p.buf(12), 64, false}};
+    ASSERT_TRUE(p.drv.post(b, 2, i));
+    if (i % 3 == 0) {
+      const Buffer w{p.buf(4096), 2048, true};
+      ASSERT_TRUE(p.drv.post(&w, 1, i + 1000000));
+    }
+    p.drv.publish();
+    for (;;) {
+      const Pop r = p.dev.pop(c);
+      if (r == Pop::empty) break;
+      ASSERT_EQ(r, Pop::chain);
+      if (c.readable == 2) {
+        ASSERT_EQ(c.segments, 2);
+        EXPECT_EQ(c.readable_bytes, 76u);
+        EXPECT_EQ(c.seg[0].host, p.bufs);
+        EXPECT_EQ(c.seg[1].host, p.bufs + 12);
+        EXPECT_EQ(std::to_integer<std::uint32_t>(c.seg[1].host[63]), i & 0xff);
+        p.dev.push_used(c.id, 0);
+      } else {
+        ASSERT_EQ(c.segments, 1);
+        EXPECT_EQ(c.readable, 0);
+        EXPECT_EQ(c.writable_bytes, 2048u);
+        p.dev.push_used(c.id, 100);
+      }
+    }
+    p.dev.flush_used();
+    std::uint32_t cookies[4], lens[4];
+    const std::uint16_t k = p.drv.reclaim(cookies, lens, 4);
+    ASSERT_EQ(k, i % 3 == 0 ? 2 : 1);
+    EXPECT_EQ(cookies[0], i);
+    got += k;
+    if (k == 2) {
+      EXPECT_EQ(cookies[1], i + 1000000);
+      EXPECT_EQ(lens[1], 100u);
+      len += lens[1];
+    }
+    ++cookie;
+  }
+  EXPECT_EQ(p.drv.free_descs(), SplitPair::n);
+  EXPECT_EQ(p.drv.outstanding(), 0);
+  EXPECT_FALSE(p.dev_health.broken());
+  EXPECT_FALSE(p.drv_health.broken());
+  EXPECT_EQ(p.dev.last_avail_idx(), p.drv.avail_idx());
+  EXPECT_GT(got, 70000u);
+}
+
+TEST(Split, FullRingRefusesPostsUntilReclaimed) {
+  SplitPair p;
+  const Buffer b{p.buf(0), 64, false};
+  for (std::uint32_t i = 0; i < SplitPair::n; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
+  EXPECT_FALSE(p.drv.post(&b, 1, 999));
+  p.drv.publish();
+  DefaultChain c;
+  for (std::uint32_t i = 0; i < SplitPair::n; ++i) {
+    ASSERT_EQ(p.dev.pop(c), Pop::chain);
+    p.dev.push_used(c.id, 0);
+  }
+  EXPECT_EQ(p.dev.pop(c), Pop::empty);
+  p.dev.flush_used();
+  std::uint32_t cookies[SplitPair::n];
+  EXPECT_EQ(p.drv.reclaim(cookies, nullptr, SplitPair::n), SplitPair::n);
+  EXPECT_TRUE(p.drv.post(&b, 1, 999));
+}
+
+TEST(Split, UnpoppedChainsPopAgain) {
+  SplitPair p;
+  const Buffer b{p.buf(0), 64, true};
+  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
+  p.drv.publish();
+  DefaultChain c;
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  const std::uint16_t second = c.id;
+  p.dev.unpop(1);
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  EXPECT_EQ(c.id, second);
+  EXPECT_EQ(p.dev.last_avail_idx(), 2);
+}
+
+TEST(Split, IndirectTableIsWalkedAsOneChain) {
+  SplitPair p;
+  auto* table = p.tm.alloc<SplitDesc>(3 * 16, 16);
+  table[0] = {p.buf(0), 12, desc_flag::next, 2};
+  table[2] = {p.buf(100), 50, desc_flag::next, 1};
+  table[1] = {p.buf(200), 1000, desc_flag::write, 0};
+  p.set(5, p.tm.guest(table), 48, desc_flag::indirect, 0);
+  p.offer(5);
+  DefaultChain c;
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  EXPECT_EQ(c.id, 5);
+  EXPECT_EQ(c.segments, 3);
+  EXPECT_EQ(c.readable, 2);
+  EXPECT_EQ(c.readable_bytes, 62u);
+  EXPECT_EQ(c.writable_bytes, 1000u);
+  EXPECT_EQ(c.seg[1].host, p.bufs + 100);
+}
+
+TEST(Split, EventSuppressionAndEventIndex) {
+  SplitPair p(true, true);
+  const Buffer b{p.buf(0), 64, false};
+  *p.ring.avail_event() = 0;  // device wants a kick when avail idx passes 0
+  ASSERT_TRUE(p.drv.post(&b, 1, 1));
+  EXPECT_TRUE(p.drv.publish());
+  ASSERT_TRUE(p.drv.post(&b, 1, 2));
+  EXPECT_FALSE(p.drv.publish()) << "event index 0 already passed";
+  DefaultChain c;
+  *p.ring.used_event() = 1;
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  p.dev.push_used(c.id, 0);
+  p.dev.flush_used();
+  EXPECT_FALSE(p.dev.needs_notify()) << "used idx 1 has not passed used_event 1";
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  p.dev.push_used(c.id, 0);
+  p.dev.flush_used();
+  EXPECT_TRUE(p.dev.needs_notify());
+
+  SplitPair q;  // without EVENT_IDX: the flags decide
+  q.dev.suppress_kicks(true);
+  ASSERT_TRUE(q.drv.post(&b, 1, 1));
+  EXPECT_FALSE(q.drv.publish());
+  q.dev.suppress_kicks(false);
+  EXPECT_TRUE(q.drv.publish());
+  q.drv.suppress_interrupts(true);
+  EXPECT_FALSE(q.dev.needs_notify());
+  q.drv.suppress_interrupts(false);
+  EXPECT_TRUE(q.dev.needs_notify());
+}
+
+// Each hostile case writes raw descriptors and expects one refusal reason.
+struct Hostile {
+  std::string name;
+  QueueError expect;
+  std::function<void(SplitPair&)> post;
+  bool indirect = true;
+};
+
+class SplitHostile : public ::testing::TestWithParam<Hostile> {};
+
+TEST_P(SplitHostile, IsRefusedCountedAndBreaksOnlyItsQueue) {
+  const Hostile& h = GetParam();
+  SplitPair p(h.indirect);
+  SplitPair good;  // another queue on other memory keeps working
+  h.post(p);
+  DefaultChain c;
+  EXPECT_EQ(p.dev.pop(c), Pop::broken) << h.name;
+  EXPECT_TRUE(p.dev_health.broken());
+  EXPECT_EQ(p.dev_health.first_error(), h.expect) << queue_error_name(p.dev_health.first_error());
+  EXPECT_EQ(p.dev_health.count(h.expect), 1u);
+  EXPECT_EQ(p.dev.pop(c), Pop::broken) << "sticky";
+  EXPECT_EQ(p.dev_health.total(), 1u) << "a broken queue does no further work";
+  const Buffer b{good.buf(0), 64, false};
+  ASSERT_TRUE(good.drv.post(&b, 1, 7));
+  good.drv.publish();
+  EXPECT_EQ(good.dev.pop(c), Pop::chain);
+  p.dev_health.reset();
+  EXPECT_FALSE(p.dev_health.broken());
+}
+
+constexpr std::uint64_t max64 = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint16_t NX = desc_flag::next, WR = desc_flag::write, IND = desc_flag::indirect;
+
+// An indirect table of `k` entries at a fresh spot, returned for filling.
+SplitDesc* table(SplitPair& p, std::size_t k) { return p.tm.alloc<SplitDesc>(k * 16, 16); }
+
+const Hostile hostile_cases[] = {
+    {"head_beyond_ring", QueueError::head_out_of_range, [](SplitPair& p) { p.offer(SplitPair::n); }},
+    {"head_max", QueueError::head_out_of_range, [](SplitPair& p) { p.offer(0xffff); }},
+    {"next_beyond_ring", QueueError::next_out_of_range,
+     [](SplitPair& p) {
+       p.set(0, p.buf(0), 64, NX, SplitPair::n);
+       p.offer(0);
+     }},
+    {"two_descriptor_loop", QueueError::too_many_segments,  // the segment bound comes first
+     [](SplitPair& p) {
+       p.set(0, p.buf(0), 64, NX, 1);
+       p.set(1, p.buf(0), 64, NX, 0);
+       p.offer(0);
+     }},
+    {"self_loop", QueueError::too_many_segments,
+     [](SplitPair& p) {
+       p.set(3, p.buf(0), 0, NX, 3);
+       p.offer(3);
+     }},
+    {"address_outside_memory", QueueError::bad_address,
+     [](SplitPair& p) {
+       p.set(0, 0x1000, 64, 0, 0);
+       p.offer(0);
+     }},
+    {"crosses_region_end", QueueError::bad_address,
+     [](SplitPair& p) {
+       p.set(0, p.tm.end() - 8, 64, 0, 0);
+       p.offer(0);
+     }},
+    {"address_plus_length_overflows", QueueError::bad_address,
+     [](SplitPair& p) {
+       p.set(0, max64 - 4, 64, 0, 0);
+       p.offer(0);
+     }},
+    {"zero_length_bogus_address", QueueError::bad_address,
+     [](SplitPair& p) {
+       p.set(0, 0xdead0000, 0, 0, 0);
+       p.offer(0);
+     }},
+    {"readable_after_writable", QueueError::read_after_write,
+     [](SplitPair& p) {
+       p.set(0, p.buf(0), 64, WR | NX, 1);
+       p.set(1, p.buf(64), 64, 0, 0);
+       p.offer(0);
+     }},
+    {"too_many_segments", QueueError::too_many_segments,
+     [](SplitPair& p) {
+       for (std::uint16_t i = 0; i < default_max_segments + 1; ++i) p.set(i, p.buf(i), 1, NX, i + 1);
+       p.set(default_max_segments + 1, p.buf(0), 1, 0, 0);
+       p.offer(0);
+     }},
+    {"avail_index_jump", QueueError::avail_index_jump,
+     [](SplitPair& p) { *p.ring.avail_idx() = SplitPair::n + 1; }},
+    {"indirect_zero_length", QueueError::indirect_bad_length,
+     [](SplitPair& p) {
+       p.set(0, p.tm.guest(table(p, 1)), 0, IND, 0);
+       p.offer(0);
+     }},
+    {"indirect_length_not_multiple_of_16", QueueError::indirect_bad_length,
+     [](SplitPair& p) {
+       p.set(0, p.tm.guest(table(p, 2)), 20, IND, 0);
+       p.offer(0);
+     }},
+    {"indirect_larger_than_ring", QueueError::indirect_bad_length,
+     [](SplitPair& p) {
+       p.set(0, p.tm.guest(table(p, SplitPair::n + 1)), (SplitPair::n + 1) * 16, IND, 0);
+       p.offer(0);
+     }},
+    {"indirect_table_outside_memory", QueueError::bad_address,
+     [](SplitPair& p) {
+       p.set(0, p.tm.end() - 16, 32, IND, 0);
+       p.offer(0);
+     }},
+    {"indirect_misaligned", QueueError::bad_address,
+     [](SplitPair& p) {
+       auto* t = table(p, 3);
+       p.set(0, p.tm.guest(t) + 4, 32, IND, 0);
+       p.offer(0);
+     }},
+    {"indirect_nested", QueueError::indirect_nested,
+     [](SplitPair& p) {
+       auto* t = table(p, 2);
+       t[0] = {p.buf(0), 64, NX, 1};
+       t[1] = {p.tm.guest(t), 32, IND, 0};
+       p.set(0, p.tm.guest(t), 32, IND, 0);
+       p.offer(0);
+     }},
+    {"indirect_with_next", QueueError::indirect_with_next,
+     [](SplitPair& p) {
+       auto* t = table(p, 1);
+       t[0] = {p.buf(0), 64, 0, 0};
+       p.set(0, p.tm.guest(t), 16, IND | NX, 1);
+       p.set(1, p.buf(0), 64, 0, 0);
+       p.offer(0);
+     }},
+    {"indirect_without_feature", QueueError::indirect_disabled,
+     [](SplitPair& p) {
+       auto* t = table(p, 1);
+       t[0] = {p.buf(0), 64, 0, 0};
+       p.set(0, p.tm.guest(t), 16, IND, 0);
+       p.offer(0);
+     },
+     false},
+    {"indirect_loop", QueueError::chain_loop,
+     [](SplitPair& p) {
+       auto* t = table(p, 2);
+       t[0] = {p.buf(0), 64, NX, 1};
+       t[1] = {p.buf(0), 64, NX, 0};
+       p.set(0, p.tm.guest(t), 32, IND, 0);
+       p.offer(0);
+     }},
+    {"indirect_next_beyond_table", QueueError::next_out_of_range,
+     [](SplitPair& p) {
+       auto* t = table(p, 2);
+       t[0] = {p.buf(0), 64, NX, 2};
+       p.set(0, p.tm.guest(t), 32, IND, 0);
+       p.offer(0);
+     }},
+    {"indirect_entry_bad_address", QueueError::bad_address,
+     [](SplitPair& p) {
+       auto* t = table(p, 1);
+       t[0] = {max64 - 1, 64, 0, 0};
+       p.set(0, p.tm.guest(t), 16, IND, 0);
+       p.offer(0);
+     }},
+};
+
+INSTANTIATE_TEST_SUITE_P(Descriptors, SplitHostile, ::testing::ValuesIn(hostile_cases),
+                         [](const auto& param_info) { return param_info.param.name; });
+
+TEST(Split, LoopsAreBoundedByTheRingSizeWhateverTheSegmentLimit) {
+  SplitPair p;
+  QueueHealth health;
+  SplitDevice<1024> dev;  // more segments than the ring has descriptors
+  dev.init(p.ring, &p.tm.mem(), &health, true, false, 0);
+  p.set(0, p.buf(0), 64, NX, 1);
+  p.set(1, p.buf(0), 64, NX, 0);
+  p.offer(0);
+  SplitDevice<1024>::ChainT c;
+  EXPECT_EQ(dev.pop(c), Pop::broken);
+  EXPECT_EQ(health.first_error(), QueueError::chain_loop);
+}
+
+TEST(SplitDriverSide, RefusesUsedIdsItNeverPostedAndIndexJumps) {
+  SplitPair p;
+  const Buffer b{p.buf(0), 64, false};
+  ASSERT_TRUE(p.drv.post(&b, 1, 1));
+  p.drv.publish();
+  p.ring.used_ring()[0] = {7, 0};  // descriptor 7 was never posted
+  *p.ring.used_idx() = 1;
+  std::uint32_t cookies[4];
+  EXPECT_EQ(p.drv.reclaim(cookies, nullptr, 4), 0);
+  EXPECT_EQ(p.drv_health.first_error(), QueueError::used_bad_id);
+
+  SplitPair q;
+  ASSERT_TRUE(q.drv.post(&b, 1, 1));
+  q.drv.publish();
+  *q.ring.used_idx() = 2;  // more used than outstanding
+  EXPECT_EQ(q.drv.reclaim(cookies, nullptr, 4), 0);
+  EXPECT_EQ(q.drv_health.first_error(), QueueError::used_index_jump);
+  EXPECT_EQ(q.drv.reclaim(cookies, nullptr, 4), 0) << "sticky";
+}
+
+}  // namespace
+}  // namespace ws::virtio

@@ -1,0 +1,306 @@
+// VhostBackend: vhost-user requests applied to the device state, every field checked.
+#include "ws/virtio/vhost_backend.hpp"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ws/virtio/packed.hpp"
+#include "ws/virtio/split.hpp"
+
+namespace ws::virtio {
+
+using namespace vhost_user;
+
+namespace {
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+}  // namespace
+
+VhostBackend::VhostBackend(BackendOptions options, RingListener* listener)
+    : options_(std::move(options)), listener_(listener), rings_(2 * options_.queue_pairs) {}
+
+VhostBackend::~VhostBackend() { reset(); }
+
+void VhostBackend::reset() {
+  for (std::uint32_t i = 0; i < rings_.size(); ++i) {
+    stop_ring(i);
+    VringSetup& r = rings_[i];
+    close_fd(r.kick_fd);
+    close_fd(r.call_fd);
+    close_fd(r.err_fd);
+    r = VringSetup{};
+  }
+  unmap();
+  features_ = protocol_ = 0;
+  features_set_ = owner_ = false;
+  status_ = 0;
+}
+
+void VhostBackend::unmap() {
+  memory_.clear();
+  for (const Mapping& m : mappings_) ::munmap(m.base, m.len);
+  mappings_.clear();
+}
+
+void VhostBackend::stop_ring(std::uint32_t i) {
+  VringSetup& r = rings_[i];
+  if (!r.started) return;
+  if (listener_ != nullptr) r.base = listener_->ring_stopped(i);
+  r.started = false;
+  r.desc = r.avail = r.used = nullptr;
+}
+
+bool VhostBackend::device_ready() const {
+  if (rings_.size() < 2) return false;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    const VringSetup& r = rings_[i];
+    if (!r.started || !r.enabled || r.kick_fd < 0 || r.call_fd < 0) return false;
+  }
+  if (has(protocol_, protocol::status) && !(status_ & status::driver_ok)) return false;
+  return true;
+}
+
+Result<std::uint32_t> VhostBackend::ring_index(const Message& msg, std::uint64_t index) const {
+  if (index >= rings_.size())
+    return fail("{}: vhost-user {} for ring {}, expected a ring below {} (queues={})", options_.name,
+                request_name(msg.header.request), index, rings_.size(), options_.queue_pairs);
+  return static_cast<std::uint32_t>(index);
+}
+
+Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
+  GuestMemory next;
+  std::vector<Mapping> maps;
+  auto undo = [&maps] {
+    for (const Mapping& m : maps) ::munmap(m.base, m.len);
+  };
+  for (std::uint32_t i = 0; i < t.count; ++i) {
+    const MemRegionDesc& d = t.regions[i];
+    const int fd = fds.take(i);
+    // Map from offset 0 so the offset need not be page aligned (decode checked offset+size).
+    const std::size_t len = d.mmap_offset + d.size;
+    // A region beyond the end of its file would fault (SIGBUS) when the data path touches it.
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < len) {
+      if (fd >= 0) ::close(fd);
+      undo();
+      return fail("{}: SET_MEM_TABLE region {} (offset {:#x} + size {:#x}) extends beyond its fd ({} bytes)",
+                  options_.name, i, d.mmap_offset, d.size, fd < 0 ? 0 : st.st_size);
+    }
+    void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    const int err = errno;
+    ::close(fd);  // the mapping keeps the memory
+    if (base == MAP_FAILED) {
+      undo();
+      return fail("{}: SET_MEM_TABLE region {} (size {:#x}, offset {:#x}) cannot be mapped: {}", options_.name, i,
+                  d.size, d.mmap_offset, std::strerror(err));
+    }
+    maps.push_back({base, len});
+    auto added = next.add({d.guest_addr, d.user_addr, d.size, static_cast<std::byte*>(base) + d.mmap_offset});
+    if (!added) {
+      undo();
+      return with_context(added.error(), options_.name + ": SET_MEM_TABLE");
+    }
+  }
+  // The new table replaces the old one; started rings are translated again against it.
+  std::vector<std::uint32_t> restart;
+  for (std::uint32_t i = 0; i < rings_.size(); ++i)
+    if (rings_[i].started) {
+      stop_ring(i);
+      restart.push_back(i);
+    }
+  unmap();
+  memory_ = next;
+  mappings_ = std::move(maps);
+  for (std::uint32_t i : restart)
+    if (auto ok = start_ring(i); !ok) return ok;
+  return {};
+}
+
+Result<void> VhostBackend::start_ring(std::uint32_t i) {
+  VringSetup& r = rings_[i];
+  if (r.num == 0 || !r.addr_set)
+    return fail("{}: ring {} kicked before SET_VRING_NUM and SET_VRING_ADDR", options_.name, i);
+  if (memory_.size() == 0) return fail("{}: ring {} kicked before SET_MEM_TABLE", options_.name, i);
+  std::size_t desc_len, avail_len, used_len;
+  if (packed()) {
+    desc_len = packed_desc_bytes(r.num);
+    avail_len = used_len = sizeof(EventSuppress);
+  } else {
+    desc_len = split_desc_bytes(r.num);
+    avail_len = split_avail_bytes(r.num);
+    used_len = split_used_bytes(r.num);
+  }
+  // DPDK translates ring addresses when the ring starts (vhost-user: frontend virtual addresses).
+  r.desc = memory_.translate_user(r.addr.desc, desc_len);
+  r.avail = memory_.translate_user(r.addr.avail, avail_len);
+  r.used = memory_.translate_user(r.addr.used, used_len);
+  if (r.desc == nullptr || r.avail == nullptr || r.used == nullptr)
+    return fail("{}: ring {} addresses (desc {:#x}, avail {:#x}, used {:#x}, size {}) are not inside one mapped region",
+                options_.name, i, r.addr.desc, r.addr.avail, r.addr.used, r.num);
+  Result<void> layout;
+  if (packed()) {
+    layout = check_packed_ring({r.num, reinterpret_cast<PackedDesc*>(r.desc), reinterpret_cast<EventSuppress*>(r.avail),
+                                reinterpret_cast<EventSuppress*>(r.used)});
+  } else {
+    layout = check_split_ring({r.num, reinterpret_cast<SplitDesc*>(r.desc), reinterpret_cast<std::uint16_t*>(r.avail),
+                               reinterpret_cast<std::uint16_t*>(r.used)});
+  }
+  if (!layout) return with_context(layout.error(), fmt::format("{}: ring {}", options_.name, i));
+  r.started = true;
+  if (listener_ != nullptr) listener_->ring_started(i);
+  return {};
+}
+
+Result<bool> VhostBackend::handle(const Message& msg, FdSet& fds, Message& reply) {
+  reply = Message{};
+  reply.header.request = msg.header.request;
+  reply.header.flags = flag_version | flag_reply;
+  auto result = apply(msg, fds, reply);
+  fds.close_all();  // whatever a request did not take
+  const bool ack = has(protocol_, protocol::reply_ack) && msg.need_reply();
+  if (!result) {
+    if (ack) {
+      reply.header.size = 8;
+      reply.payload.u64 = 1;  // failure; the caller sends it, then closes
+    }
+    return result;
+  }
+  if (*result) return true;
+  if (ack) {
+    reply.header.size = 8;
+    reply.payload.u64 = 0;
+    return true;
+  }
+  return false;
+}
+
+Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply) {
+  const auto& name = options_.name;
+  const std::uint64_t u64 = msg.payload.u64;
+  const VringState& st = msg.payload.state;
+  switch (msg.request()) {
+    case Request::get_features:
+      reply.header.size = 8;
+      reply.payload.u64 = options_.features;
+      return true;
+    case Request::set_features:
+      if (u64 & ~options_.features)
+        return fail("{}: SET_FEATURES {:#x} has bits {:#x} that were never offered (offered {:#x})", name, u64,
+                    u64 & ~options_.features, options_.features);
+      if ((u64 & required) != required)
+        return fail("{}: SET_FEATURES {:#x} lacks VERSION_1 (bit 32): legacy virtio is not supported", name, u64);
+      for (const VringSetup& r : rings_)
+        if (r.started && has(u64, feature::ring_packed) != packed())
+          return fail("{}: SET_FEATURES changes the ring layout while rings run", name);
+      features_ = u64;
+      features_set_ = true;
+      return false;
+    case Request::get_protocol_features:
+      reply.header.size = 8;
+      reply.payload.u64 = options_.protocol_features;
+      return true;
+    case Request::set_protocol_features:
+      if (u64 & ~options_.protocol_features)
+        return fail("{}: SET_PROTOCOL_FEATURES {:#x} has bits {:#x} that were never offered", name, u64,
+                    u64 & ~options_.protocol_features);
+      protocol_ = u64;
+      return false;
+    case Request::set_owner:
+      owner_ = true;
+      return false;
+    case Request::reset_owner: {
+      const std::uint64_t protocol = protocol_;
+      reset();
+      protocol_ = protocol;  // the connection stays; its protocol negotiation too
+      return false;
+    }
+    case Request::get_queue_num:
+      reply.header.size = 8;
+      reply.payload.u64 = options_.queue_pairs;
+      return true;
+    case Request::set_status:
+      if (u64 > 0xff) return fail("{}: SET_STATUS {:#x}, expected a status byte", name, u64);
+      status_ = static_cast<std::uint8_t>(u64);
+      return false;
+    case Request::get_status:
+      reply.header.size = 8;
+      reply.payload.u64 = status_;
+      return true;
+    case Request::set_mem_table:
+      if (auto ok = set_mem_table(msg.payload.mem, fds); !ok) return std::unexpected(ok.error());
+      return false;
+    case Request::set_vring_num: {
+      auto i = ring_index(msg, st.index);
+      if (!i) return std::unexpected(i.error());
+      const bool pow2 = (st.num & (st.num - 1)) == 0;
+      if (st.num == 0 || st.num > queue_size_max || (!packed() && !pow2))
+        return fail("{}: SET_VRING_NUM ring {} size {}, expected {} up to {}", name, *i, st.num,
+                    packed() ? "1" : "a power of two", queue_size_max);
+      if (rings_[*i].started) return fail("{}: SET_VRING_NUM on running ring {}", name, *i);
+      rings_[*i].num = st.num;
+      return false;
+    }
+    case Request::set_vring_addr: {
+      auto i = ring_index(msg, msg.payload.addr.index);
+      if (!i) return std::unexpected(i.error());
+      if (rings_[*i].started) return fail("{}: SET_VRING_ADDR on running ring {}", name, *i);
+      rings_[*i].addr = msg.payload.addr;
+      rings_[*i].addr_set = true;
+      return false;
+    }
+    case Request::set_vring_base: {
+      auto i = ring_index(msg, st.index);
+      if (!i) return std::unexpected(i.error());
+      if (st.num > 0xffff) return fail("{}: SET_VRING_BASE ring {} base {:#x}, expected 16 bits", name, *i, st.num);
+      if (packed() && rings_[*i].num != 0 && (st.num & 0x7fff) >= rings_[*i].num)
+        return fail("{}: SET_VRING_BASE ring {} index {} beyond ring size {}", name, *i, st.num & 0x7fff,
+                    rings_[*i].num);
+      if (rings_[*i].started) return fail("{}: SET_VRING_BASE on running ring {}", name, *i);
+      rings_[*i].base = static_cast<std::uint16_t>(st.num);
+      return false;
+    }
+    case Request::get_vring_base: {
+      auto i = ring_index(msg, st.index);
+      if (!i) return std::unexpected(i.error());
+      stop_ring(*i);  // GET_VRING_BASE stops the ring
+      close_fd(rings_[*i].kick_fd);
+      reply.header.size = sizeof(VringState);
+      reply.payload.state = {*i, rings_[*i].base};
+      return true;
+    }
+    case Request::set_vring_kick:
+    case Request::set_vring_call:
+    case Request::set_vring_err: {
+      auto i = ring_index(msg, u64 & vring_index_mask);
+      if (!i) return std::unexpected(i.error());
+      VringSetup& r = rings_[*i];
+      int& slot = msg.request() == Request::set_vring_kick ? r.kick_fd
+                  : msg.request() == Request::set_vring_call ? r.call_fd
+                                                              : r.err_fd;
+      close_fd(slot);
+      slot = (u64 & vring_nofd) ? -1 : fds.take(0);
+      if (msg.request() == Request::set_vring_kick) {
+        stop_ring(*i);
+        if (auto ok = start_ring(*i); !ok) return std::unexpected(ok.error());
+      }
+      return false;
+    }
+    case Request::set_vring_enable: {
+      auto i = ring_index(msg, st.index);
+      if (!i) return std::unexpected(i.error());
+      rings_[*i].enabled = st.num == 1;
+      return false;
+    }
+    default:
+      return fail("{}: vhost-user request {} ({}) is not supported", name, msg.header.request,
+                  request_name(msg.header.request));
+  }
+}
+
+}  // namespace ws::virtio

@@ -1,0 +1,284 @@
+// vhost-user message decoding (strict) and SCM_RIGHTS socket I/O.
+#include "ws/virtio/vhost_user.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+namespace ws::virtio::vhost_user {
+
+std::string_view request_name(std::uint32_t request) noexcept {
+  switch (static_cast<Request>(request)) {
+    case Request::get_features: return "GET_FEATURES";
+    case Request::set_features: return "SET_FEATURES";
+    case Request::set_owner: return "SET_OWNER";
+    case Request::reset_owner: return "RESET_OWNER";
+    case Request::set_mem_table: return "SET_MEM_TABLE";
+    case Request::set_log_base: return "SET_LOG_BASE";
+    case Request::set_log_fd: return "SET_LOG_FD";
+    case Request::set_vring_num: return "SET_VRING_NUM";
+    case Request::set_vring_addr: return "SET_VRING_ADDR";
+    case Request::set_vring_base: return "SET_VRING_BASE";
+    case Request::get_vring_base: return "GET_VRING_BASE";
+    case Request::set_vring_kick: return "SET_VRING_KICK";
+    case Request::set_vring_call: return "SET_VRING_CALL";
+    case Request::set_vring_err: return "SET_VRING_ERR";
+    case Request::get_protocol_features: return "GET_PROTOCOL_FEATURES";
+    case Request::set_protocol_features: return "SET_PROTOCOL_FEATURES";
+    case Request::get_queue_num: return "GET_QUEUE_NUM";
+    case Request::set_vring_enable: return "SET_VRING_ENABLE";
+    case Request::send_rarp: return "SEND_RARP";
+    case Request::net_set_mtu: return "NET_SET_MTU";
+    case Request::set_status: return "SET_STATUS";
+    case Request::get_status: return "GET_STATUS";
+  }
+  return "unknown";
+}
+
+bool FdSet::push(int fd) noexcept {
+  if (count_ == max_fds) {
+    ::close(fd);
+    return false;
+  }
+  fds_[count_++] = fd;
+  return true;
+}
+
+int FdSet::take(std::size_t i) noexcept {
+  if (i >= count_ || fds_[i] < 0) return -1;
+  const int fd = fds_[i];
+  fds_[i] = -1;
+  return fd;
+}
+
+void FdSet::close_all() noexcept {
+  for (std::size_t i = 0; i < count_; ++i)
+    if (fds_[i] >= 0) ::close(fds_[i]);
+  count_ = 0;
+}
+
+bool expected_size(std::uint32_t request, std::uint32_t& size) noexcept {
+  switch (static_cast<Request>(request)) {
+    case Request::get_features:
+    case Request::set_owner:
+    case Request::reset_owner:
+    case Request::get_protocol_features:
+    case Request::get_queue_num:
+    case Request::get_status:
+      size = 0;
+      return true;
+    case Request::set_features:
+    case Request::set_protocol_features:
+    case Request::set_vring_kick:
+    case Request::set_vring_call:
+    case Request::set_vring_err:
+    case Request::set_status:
+      size = 8;
+      return true;
+    case Request::set_vring_num:
+    case Request::set_vring_base:
+    case Request::get_vring_base:
+    case Request::set_vring_enable:
+      size = sizeof(VringState);
+      return true;
+    case Request::set_vring_addr:
+      size = sizeof(VringAddr);
+      return true;
+    case Request::set_mem_table:
+      size = 0;  // variable: checked against the region count
+      return true;
+    default:
+      return false;  // logging, RARP, MTU, ...: never offered, so never accepted
+  }
+}
+
+namespace {
+
+std::size_t expected_fds(const Message& m) {
+  switch (m.request()) {
+    case Request::set_mem_table: return m.payload.mem.count;
+    case Request::set_vring_kick:
+    case Request::set_vring_call:
+    case Request::set_vring_err: return (m.payload.u64 & vring_nofd) ? 0 : 1;
+    default: return 0;
+  }
+}
+
+bool overflows(std::uint64_t a, std::uint64_t b) { return b > std::numeric_limits<std::uint64_t>::max() - a; }
+
+Result<void> check_payload(const Message& m) {
+  const auto name = request_name(m.header.request);
+  switch (m.request()) {
+    case Request::set_mem_table: {
+      const MemTable& t = m.payload.mem;
+      if (t.count == 0 || t.count > max_mem_regions)
+        return fail("vhost-user {}: {} regions, expected 1..{}", name, t.count, max_mem_regions);
+      if (m.header.size != 8 + 32 * t.count)
+        return fail("vhost-user {}: payload {} bytes for {} regions, expected {}", name, m.header.size, t.count,
+                    8 + 32 * t.count);
+      for (std::uint32_t i = 0; i < t.count; ++i) {
+        const MemRegionDesc& r = t.regions[i];
+        if (r.size == 0) return fail("vhost-user {}: region {} has size 0", name, i);
+        if (overflows(r.guest_addr, r.size) || overflows(r.user_addr, r.size) || overflows(r.mmap_offset, r.size))
+          return fail("vhost-user {}: region {} (guest {:#x} user {:#x} offset {:#x} size {:#x}) overflows", name, i,
+                      r.guest_addr, r.user_addr, r.mmap_offset, r.size);
+      }
+      return {};
+    }
+    case Request::set_vring_kick:
+    case Request::set_vring_call:
+    case Request::set_vring_err:
+      if (m.payload.u64 & ~(vring_index_mask | vring_nofd))
+        return fail("vhost-user {}: payload {:#x} has bits beyond the ring index and the no-fd flag", name,
+                    m.payload.u64);
+      return {};
+    case Request::set_vring_enable:
+      if (m.payload.state.num > 1)
+        return fail("vhost-user {}: ring {} enable={} expected 0 or 1", name, m.payload.state.index,
+                    m.payload.state.num);
+      return {};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+Result<Message> decode(std::span<const std::byte> bytes, FdSet& fds) {
+  auto refuse = [&fds](Error e) -> Result<Message> {
+    fds.close_all();
+    return std::unexpected(std::move(e));
+  };
+  Message m;
+  if (bytes.size() < sizeof(Header))
+    return refuse({fmt::format("vhost-user: truncated header ({} bytes, expected 12)", bytes.size())});
+  std::memcpy(&m.header, bytes.data(), sizeof(Header));
+  const auto name = request_name(m.header.request);
+  if ((m.header.flags & 3) != flag_version)
+    return refuse({fmt::format("vhost-user {}: version {} in flags {:#x}, expected 1", name, m.header.flags & 3,
+                               m.header.flags)});
+  std::uint32_t want = 0;
+  if (!expected_size(m.header.request, want))
+    return refuse({fmt::format("vhost-user: request {} ({}) is not supported", m.header.request, name)});
+  if (m.header.size > max_payload || bytes.size() - sizeof(Header) != m.header.size)
+    return refuse({fmt::format("vhost-user {}: payload {} bytes with {} received", name, m.header.size,
+                               bytes.size() - sizeof(Header))});
+  if (m.request() != Request::set_mem_table && m.header.size != want)
+    return refuse({fmt::format("vhost-user {}: payload {} bytes, expected {}", name, m.header.size, want)});
+  if (m.request() == Request::set_mem_table && m.header.size < 8)
+    return refuse({fmt::format("vhost-user {}: payload {} bytes, expected at least 8", name, m.header.size)});
+  std::memcpy(m.payload.raw.data(), bytes.data() + sizeof(Header), m.header.size);
+  if (auto ok = check_payload(m); !ok) return refuse(ok.error());
+  if (fds.size() != expected_fds(m))
+    return refuse({fmt::format("vhost-user {}: {} fds received, expected {}", name, fds.size(), expected_fds(m))});
+  return m;
+}
+
+Result<Message> recv_message(int sock, FdSet& fds) {
+  std::array<std::byte, sizeof(Header) + max_payload> buf;
+  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * max_fds)> control{};
+  iovec iov{buf.data(), sizeof(Header)};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control.data();
+  mh.msg_controllen = control.size();
+  ssize_t n;
+  do n = ::recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  while (n < 0 && errno == EINTR);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      fds.push(fd);
+    }
+  }
+  if (n == 0) return fail("vhost-user: connection closed by the peer");
+  if (n < 0) return fail("vhost-user: recvmsg: {}", std::strerror(errno));
+  if (mh.msg_flags & MSG_CTRUNC) {
+    fds.close_all();
+    return fail("vhost-user: more than {} fds with one message", max_fds);
+  }
+  if (static_cast<std::size_t>(n) != sizeof(Header)) {
+    fds.close_all();
+    return fail("vhost-user: truncated header ({} bytes, expected 12)", n);
+  }
+  Header h;
+  std::memcpy(&h, buf.data(), sizeof h);
+  if (h.size > max_payload) {
+    fds.close_all();
+    return fail("vhost-user {}: payload {} bytes, at most {}", request_name(h.request), h.size, max_payload);
+  }
+  std::size_t got = 0;
+  while (got < h.size) {
+    const ssize_t r = ::recv(sock, buf.data() + sizeof(Header) + got, h.size - got, MSG_WAITALL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      fds.close_all();
+      return fail("vhost-user {}: connection closed inside a {}-byte payload", request_name(h.request), h.size);
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  return decode(std::span(buf.data(), sizeof(Header) + h.size), fds);
+}
+
+Result<Message> recv_reply(int sock, Request request, std::uint32_t size) {
+  Message m;
+  std::size_t got = 0;
+  auto* hdr = reinterpret_cast<std::byte*>(&m.header);
+  while (got < sizeof(Header)) {
+    const ssize_t r = ::recv(sock, hdr + got, sizeof(Header) - got, MSG_WAITALL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return fail("vhost-user {}: connection closed while waiting for the reply", request_name(static_cast<std::uint32_t>(request)));
+    got += static_cast<std::size_t>(r);
+  }
+  const auto name = request_name(static_cast<std::uint32_t>(request));
+  if (m.header.request != static_cast<std::uint32_t>(request) || !(m.header.flags & flag_reply) ||
+      (m.header.flags & 3) != flag_version || m.header.size != size)
+    return fail("vhost-user {}: unexpected reply (request {}, flags {:#x}, size {}; expected size {})", name,
+                m.header.request, m.header.flags, m.header.size, size);
+  got = 0;
+  while (got < size) {
+    const ssize_t r = ::recv(sock, m.payload.raw.data() + got, size - got, MSG_WAITALL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return fail("vhost-user {}: connection closed inside the reply", name);
+    got += static_cast<std::size_t>(r);
+  }
+  return m;
+}
+
+Result<void> send_message(int sock, const Message& msg, std::span<const int> fds) {
+  if (fds.size() > max_fds) return fail("vhost-user: {} fds, at most {}", fds.size(), max_fds);
+  if (msg.header.size > max_payload) return fail("vhost-user: payload {} bytes, at most {}", msg.header.size, max_payload);
+  std::array<std::byte, sizeof(Header) + max_payload> buf;
+  std::memcpy(buf.data(), &msg.header, sizeof(Header));
+  std::memcpy(buf.data() + sizeof(Header), msg.payload.raw.data(), msg.header.size);
+  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * max_fds)> control{};
+  iovec iov{buf.data(), sizeof(Header) + msg.header.size};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  if (!fds.empty()) {
+    mh.msg_control = control.data();
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  ssize_t n;
+  do n = ::sendmsg(sock, &mh, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return fail("vhost-user {}: sendmsg: {}", request_name(msg.header.request), std::strerror(errno));
+  if (static_cast<std::size_t>(n) != iov.iov_len)
+    return fail("vhost-user {}: short send ({} of {} bytes)", request_name(msg.header.request), n, iov.iov_len);
+  return {};
+}
+
+}  // namespace ws::virtio::vhost_user

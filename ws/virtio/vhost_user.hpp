@@ -1,0 +1,145 @@
+// vhost-user messages (QEMU docs/interop/vhost-user.rst): the 12-byte header, the payloads we
+// handle, a strict decoder (size per request, fd count per request, ranges) and SCM_RIGHTS
+// socket I/O. Fds travel in FdSet, which closes whatever nobody took.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "ws/core/result.hpp"
+
+namespace ws::virtio::vhost_user {
+
+enum class Request : std::uint32_t {
+  get_features = 1,
+  set_features = 2,
+  set_owner = 3,
+  reset_owner = 4,
+  set_mem_table = 5,
+  set_log_base = 6,
+  set_log_fd = 7,
+  set_vring_num = 8,
+  set_vring_addr = 9,
+  set_vring_base = 10,
+  get_vring_base = 11,
+  set_vring_kick = 12,
+  set_vring_call = 13,
+  set_vring_err = 14,
+  get_protocol_features = 15,
+  set_protocol_features = 16,
+  get_queue_num = 17,
+  set_vring_enable = 18,
+  send_rarp = 19,
+  net_set_mtu = 20,
+  set_status = 39,
+  get_status = 40,
+};
+std::string_view request_name(std::uint32_t request) noexcept;
+
+namespace protocol {  // protocol feature bits
+inline constexpr unsigned mq = 0;
+inline constexpr unsigned log_shmfd = 1;
+inline constexpr unsigned rarp = 2;
+inline constexpr unsigned reply_ack = 3;
+inline constexpr unsigned net_mtu = 4;
+inline constexpr unsigned backend_req = 5;
+inline constexpr unsigned status = 16;
+}  // namespace protocol
+
+inline constexpr std::uint32_t flag_version = 1;  // bits 0-1
+inline constexpr std::uint32_t flag_reply = 1u << 2;
+inline constexpr std::uint32_t flag_need_reply = 1u << 3;
+inline constexpr std::uint64_t vring_index_mask = 0xff;   // SET_VRING_KICK/CALL/ERR payload
+inline constexpr std::uint64_t vring_nofd = 1u << 8;
+
+struct Header {
+  std::uint32_t request;
+  std::uint32_t flags;
+  std::uint32_t size;  // payload bytes
+};
+static_assert(sizeof(Header) == 12);
+
+struct VringState {
+  std::uint32_t index;
+  std::uint32_t num;
+};
+static_assert(sizeof(VringState) == 8);
+
+struct VringAddr {
+  std::uint32_t index;
+  std::uint32_t flags;
+  std::uint64_t desc;   // frontend virtual addresses (packed: descriptor ring)
+  std::uint64_t used;   // packed: device event area
+  std::uint64_t avail;  // packed: driver event area
+  std::uint64_t log;
+};
+static_assert(sizeof(VringAddr) == 40);
+
+struct MemRegionDesc {
+  std::uint64_t guest_addr;
+  std::uint64_t size;
+  std::uint64_t user_addr;
+  std::uint64_t mmap_offset;
+};
+static_assert(sizeof(MemRegionDesc) == 32);
+
+inline constexpr std::uint32_t max_mem_regions = 8;
+struct MemTable {
+  std::uint32_t count;
+  std::uint32_t padding;
+  std::array<MemRegionDesc, max_mem_regions> regions;
+};
+static_assert(sizeof(MemTable) == 8 + 32 * 8);
+
+inline constexpr std::size_t max_fds = 8;
+inline constexpr std::size_t max_payload = sizeof(MemTable);
+
+// Fds received with one message; closes those not taken.
+class FdSet {
+ public:
+  FdSet() = default;
+  FdSet(const FdSet&) = delete;
+  FdSet& operator=(const FdSet&) = delete;
+  ~FdSet() { close_all(); }
+  bool push(int fd) noexcept;           // false (and fd closed) when full
+  int take(std::size_t i) noexcept;      // ownership moves to the caller; -1 if absent
+  std::size_t size() const noexcept { return count_; }
+  void close_all() noexcept;
+
+ private:
+  std::array<int, max_fds> fds_{};
+  std::size_t count_ = 0;
+};
+
+struct Message {
+  Header header{};
+  union Payload {
+    std::uint64_t u64;
+    VringState state;
+    VringAddr addr;
+    MemTable mem;
+    std::array<std::byte, max_payload> raw;
+  } payload{};
+  bool need_reply() const noexcept { return (header.flags & flag_need_reply) != 0; }
+  Request request() const noexcept { return static_cast<Request>(header.request); }
+};
+
+// Validates a message that was read whole (header, payload bytes, fds): known request, version 1,
+// payload size exactly what the request takes (memory table: 1..8 regions), fd count exactly what
+// it takes. On refusal every fd in `fds` is closed. Thread-safe (pure apart from the fds).
+Result<Message> decode(std::span<const std::byte> bytes, FdSet& fds);
+
+// Payload bytes and fd count each request takes; false for requests we do not know.
+bool expected_size(std::uint32_t request, std::uint32_t& size) noexcept;
+
+// Socket I/O (blocking). recv reads one message and its fds (SCM_RIGHTS) and decodes it; an error
+// means the connection is unusable (peer closed: the message says "closed").
+Result<Message> recv_message(int sock, FdSet& fds);
+// Frontend side: reads the reply to `request` (REPLY flag, payload exactly `size` bytes, no fds).
+Result<Message> recv_reply(int sock, Request request, std::uint32_t size);
+// Sends header + payload (header.size bytes) with `fds` attached.
+Result<void> send_message(int sock, const Message& msg, std::span<const int> fds = {});
+
+}  // namespace ws::virtio::vhost_user

@@ -1,0 +1,284 @@
+// vhost-user: strict decoding (sizes, fd counts, ranges), fd passing over a socketpair, and the
+// backend driven in the order DPDK 22.11's virtio_user sends its messages.
+#include "ws/virtio/vhost_user.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "ws/virtio/split.hpp"
+#include "ws/virtio/vhost_backend.hpp"
+
+namespace ws::virtio {
+namespace {
+
+using namespace vhost_user;
+
+std::vector<std::byte> bytes_of(std::uint32_t request, std::uint32_t flags, std::uint32_t size, const void* payload,
+                                std::size_t payload_bytes) {
+  std::vector<std::byte> b(sizeof(Header) + payload_bytes);
+  const Header h{request, flags, size};
+  std::memcpy(b.data(), &h, sizeof h);
+  if (payload_bytes) std::memcpy(b.data() + sizeof h, payload, payload_bytes);
+  return b;
+}
+
+bool fd_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+
+TEST(VhostUserDecode, AcceptsWellFormedMessages) {
+  FdSet fds;
+  const std::uint64_t features = bit(feature::version_1);
+  auto m = decode(bytes_of(2, 1, 8, &features, 8), fds);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->request(), Request::set_features);
+  EXPECT_EQ(m->payload.u64, features);
+  const VringState st{1, 256};
+  ASSERT_TRUE(decode(bytes_of(8, 1 | flag_need_reply, 8, &st, 8), fds));
+}
+
+TEST(VhostUserDecode, RefusesMalformedMessagesAndClosesTheirFds) {
+  struct Case {
+    const char* what;
+    std::vector<std::byte> bytes;
+    int fds;
+    const char* expect;
+  };
+  const std::uint64_t zero = 0, kick_bad_bits = 0x1234;
+  const VringState st{0, 1}, enable2{0, 2};
+  MemTable t{};
+  t.count = 2;
+  t.regions[0] = {0x1000, 0x1000, 0x7f0000, 0};
+  t.regions[1] = {0x9000, 0x1000, 0x7f9000, ~0ull - 10};
+  MemTable nine{};
+  nine.count = 9;
+  const std::vector<Case> cases = {
+      {"truncated header", std::vector<std::byte>(7), 0, "truncated header"},
+      {"version 0", bytes_of(1, 0, 0, nullptr, 0), 0, "version 0"},
+      {"unknown request", bytes_of(99, 1, 0, nullptr, 0), 0, "not supported"},
+      {"logging never offered", bytes_of(7, 1, 0, nullptr, 0), 1, "not supported"},
+      {"size too small", bytes_of(2, 1, 4, &zero, 4), 0, "expected 8"},
+      {"size beyond bytes", bytes_of(2, 1, 8, &zero, 4), 0, "received"},
+      {"GET_FEATURES with payload", bytes_of(1, 1, 8, &zero, 8), 0, "expected 0"},
+      {"fd with SET_OWNER", bytes_of(3, 1, 0, nullptr, 0), 1, "1 fds received, expected 0"},
+      {"kick without fd", bytes_of(12, 1, 8, &zero, 8), 0, "0 fds received, expected 1"},
+      {"kick with two fds", bytes_of(12, 1, 8, &zero, 8), 2, "2 fds received, expected 1"},
+      {"kick payload bits", bytes_of(12, 1, 8, &kick_bad_bits, 8), 1, "bits beyond"},
+      {"enable 2", bytes_of(18, 1, 8, &enable2, 8), 0, "expected 0 or 1"},
+      {"mem table offset overflow", bytes_of(5, 1, 8 + 64, &t, 8 + 64), 2, "overflows"},
+      {"mem table nine regions", bytes_of(5, 1, 8 + 32 * 8, &nine, 8 + 32 * 8), 0, "expected 1..8"},
+      {"mem table size vs count", bytes_of(5, 1, 8 + 32, &t, 8 + 32), 2, "for 2 regions"},
+      {"state truncated", bytes_of(8, 1, 4, &st, 4), 0, "expected 8"},
+  };
+  for (const Case& c : cases) {
+    FdSet fds;
+    std::vector<int> opened;
+    for (int i = 0; i < c.fds; ++i) {
+      opened.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      fds.push(opened.back());
+    }
+    auto m = decode(c.bytes, fds);
+    ASSERT_FALSE(m) << c.what;
+    EXPECT_NE(m.error().message.find(c.expect), std::string::npos) << c.what << ": " << m.error().message;
+    for (int fd : opened) EXPECT_FALSE(fd_open(fd)) << c.what << ": fd " << fd << " leaked";
+  }
+}
+
+TEST(VhostUserSocket, PassesFdsAndRefusesTooMany) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  Message m;
+  m.header = {12, flag_version, 8};
+  m.payload.u64 = 1;
+  const int efd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int one[] = {efd};
+  ASSERT_TRUE(send_message(sv[0], m, one));
+  FdSet fds;
+  auto got = recv_message(sv[1], fds);
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(got->payload.u64, 1u);
+  ASSERT_EQ(fds.size(), 1u);
+  const int received = fds.take(0);
+  EXPECT_TRUE(fd_open(received));
+  ::close(received);
+  ::close(efd);
+
+  ::close(sv[0]);
+  FdSet none;
+  auto closed = recv_message(sv[1], none);
+  ASSERT_FALSE(closed);
+  EXPECT_NE(closed.error().message.find("closed"), std::string::npos);
+  ::close(sv[1]);
+}
+
+// A frontend's memory: one memfd, mapped here at `host`; guest address = user address = host.
+struct Frontend {
+  static constexpr std::size_t bytes = 1 << 20;
+  int fd = ::memfd_create("vhost-test", MFD_CLOEXEC);
+  std::byte* host = nullptr;
+  Frontend() {
+    EXPECT_EQ(::ftruncate(fd, bytes), 0);
+    host = static_cast<std::byte*>(::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  }
+  ~Frontend() {
+    ::munmap(host, bytes);
+    ::close(fd);
+  }
+  std::uint64_t addr(std::size_t off) const { return reinterpret_cast<std::uint64_t>(host + off); }
+};
+
+struct Listener : RingListener {
+  std::vector<std::uint32_t> started, stopped;
+  void ring_started(std::uint32_t r) override { started.push_back(r); }
+  std::uint16_t ring_stopped(std::uint32_t r) override {
+    stopped.push_back(r);
+    return static_cast<std::uint16_t>(40 + r);
+  }
+};
+
+class Backend : public ::testing::Test {
+ protected:
+  Frontend fe;
+  Listener listener;
+  VhostBackend be{BackendOptions{.name = "net_vhost0", .queue_pairs = 1}, &listener};
+  Message reply;
+
+  Result<bool> send(Request r, std::uint32_t flags = 0, const void* payload = nullptr, std::uint32_t size = 0,
+                    std::vector<int> fd_list = {}) {
+    FdSet fds;
+    for (int f : fd_list) fds.push(f);
+    auto m = decode(bytes_of(static_cast<std::uint32_t>(r), flag_version | flags, size, payload, size), fds);
+    if (!m) return std::unexpected(m.error());
+    return be.handle(*m, fds, reply);
+  }
+  Result<bool> send_u64(Request r, std::uint64_t v, std::vector<int> fd_list = {}) {
+    return send(r, 0, &v, 8, std::move(fd_list));
+  }
+  Result<bool> send_state(Request r, std::uint32_t index, std::uint32_t num) {
+    const VringState st{index, num};
+    return send(r, 0, &st, 8);
+  }
+  int event_fd() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+  // DPDK 22.11 virtio_user's order (VHOST-NOTES.md), split rings of 256 at fixed offsets.
+  void negotiate_and_start(std::uint64_t features) {
+    ASSERT_TRUE(send(Request::set_owner));
+    ASSERT_TRUE(send(Request::get_features));
+    EXPECT_EQ(reply.payload.u64, backend_offered);
+    ASSERT_TRUE(send(Request::get_protocol_features));
+    ASSERT_TRUE(send_u64(Request::set_protocol_features,
+                         bit(protocol::mq) | bit(protocol::reply_ack) | bit(protocol::status)));
+    auto st = send(Request::set_status, flag_need_reply, &features, 0);  // size 0: refused
+    EXPECT_FALSE(st);
+    const std::uint64_t s = status::acknowledge | status::driver;
+    ASSERT_TRUE(send(Request::set_status, flag_need_reply, &s, 8));
+    EXPECT_EQ(reply.payload.u64, 0u) << "REPLY_ACK success";
+    ASSERT_TRUE(send_u64(Request::set_vring_call, 0, {event_fd()}));
+    ASSERT_TRUE(send_u64(Request::set_vring_call, 1, {event_fd()}));
+    ASSERT_TRUE(send_u64(Request::set_features, features));
+    MemTable t{};
+    t.count = 1;
+    t.regions[0] = {fe.addr(0), Frontend::bytes, fe.addr(0), 0};
+    auto mt = send(Request::set_mem_table, 0, &t, 8 + 32, {::dup(fe.fd)});
+    ASSERT_TRUE(mt) << mt.error().message;
+    for (std::uint32_t r = 0; r < 2; ++r) {
+      ASSERT_TRUE(send_state(Request::set_vring_num, r, 256));
+      ASSERT_TRUE(send_state(Request::set_vring_base, r, 0));
+      const std::size_t off = 0x10000 * (r + 1);
+      const VringAddr a{r, 0, fe.addr(off), fe.addr(off + 0x2000), fe.addr(off + 0x1000), 0};
+      ASSERT_TRUE(send(Request::set_vring_addr, 0, &a, sizeof a));
+      auto k = send_u64(Request::set_vring_kick, r, {event_fd()});
+      ASSERT_TRUE(k) << k.error().message;
+    }
+    ASSERT_TRUE(send_state(Request::set_vring_enable, 0, 1));
+    ASSERT_TRUE(send_state(Request::set_vring_enable, 1, 1));
+  }
+};
+
+TEST_F(Backend, FollowsDpdkVirtioUserOrderToReady) {
+  negotiate_and_start(bit(feature::version_1) | bit(feature::mrg_rxbuf));
+  EXPECT_FALSE(be.device_ready()) << "STATUS negotiated: waits for DRIVER_OK";
+  const std::uint64_t ok = status::acknowledge | status::driver | status::features_ok | status::driver_ok;
+  ASSERT_TRUE(send_u64(Request::set_status, ok));
+  EXPECT_TRUE(be.device_ready());
+  EXPECT_EQ(listener.started, (std::vector<std::uint32_t>{0, 1}));
+  fe.host[0x20000] = std::byte{0x5a};  // the backend sees the frontend's memory through its own mapping
+  EXPECT_EQ(be.ring(1).desc[0], std::byte{0x5a});
+  EXPECT_NE(be.ring(1).desc, fe.host + 0x20000);
+  ASSERT_TRUE(send(Request::get_status));
+  EXPECT_EQ(reply.payload.u64, ok);
+  ASSERT_TRUE(send(Request::get_queue_num));
+  EXPECT_EQ(reply.payload.u64, 1u);
+  // Stop: disable, then GET_VRING_BASE per ring returns what the data path reports.
+  ASSERT_TRUE(send_state(Request::set_vring_enable, 0, 0));
+  ASSERT_TRUE(send_state(Request::get_vring_base, 1, 0));
+  EXPECT_EQ(reply.payload.state.index, 1u);
+  EXPECT_EQ(reply.payload.state.num, 41u);
+  EXPECT_FALSE(be.ring(1).started);
+  EXPECT_EQ(listener.stopped, (std::vector<std::uint32_t>{1}));
+}
+
+TEST_F(Backend, RefusesWhatWasNeverOfferedOrOutOfRange) {
+  auto r = send_u64(Request::set_features, bit(feature::version_1) | bit(40));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("never offered"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(send_u64(Request::set_features, bit(feature::mrg_rxbuf))) << "no VERSION_1";
+  EXPECT_FALSE(send_u64(Request::set_protocol_features, bit(protocol::backend_req)));
+  ASSERT_TRUE(send_u64(Request::set_features, bit(feature::version_1)));
+  auto idx = send_state(Request::set_vring_num, 2, 256);
+  ASSERT_FALSE(idx);
+  EXPECT_NE(idx.error().message.find("ring 2, expected a ring below 2"), std::string::npos) << idx.error().message;
+  EXPECT_FALSE(send_state(Request::set_vring_num, 0, 0));
+  EXPECT_FALSE(send_state(Request::set_vring_num, 0, 100)) << "split: power of two";
+  EXPECT_FALSE(send_state(Request::set_vring_num, 0, 65536));
+  const int kick = event_fd();
+  EXPECT_FALSE(send_u64(Request::set_vring_kick, 0, {kick})) << "kick before setup";
+  EXPECT_FALSE(send_u64(Request::set_vring_call, 5, {event_fd()}));
+  ASSERT_TRUE(send_u64(Request::set_features, bit(feature::version_1) | bit(feature::ring_packed)));
+  EXPECT_TRUE(send_state(Request::set_vring_num, 0, 100)) << "packed: any size";
+}
+
+TEST_F(Backend, RefusesBadMemoryTablesAndRingsOutsideThem) {
+  MemTable t{};
+  t.count = 2;
+  t.regions[0] = {0x1000, 0x10000, fe.addr(0), 0};
+  t.regions[1] = {0x8000, 0x10000, fe.addr(0x80000), 0x80000};  // overlaps region 0 (guest)
+  auto r = send(Request::set_mem_table, 0, &t, 8 + 64, {::dup(fe.fd), ::dup(fe.fd)});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("overlaps"), std::string::npos) << r.error().message;
+  EXPECT_EQ(be.memory().size(), 0u);
+  t.count = 1;
+  t.regions[0] = {0x1000, 0x10000, fe.addr(0), 0};
+  const int bad_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  EXPECT_FALSE(send(Request::set_mem_table, 0, &t, 8 + 32, {bad_fd})) << "fd that cannot be mapped";
+  ASSERT_TRUE(send(Request::set_mem_table, 0, &t, 8 + 32, {::dup(fe.fd)}));
+  ASSERT_TRUE(send(Request::set_mem_table, 0, &t, 8 + 32, {::dup(fe.fd)})) << "replacing: the old one is unmapped";
+  ASSERT_TRUE(send_u64(Request::set_features, bit(feature::version_1)));
+  ASSERT_TRUE(send_state(Request::set_vring_num, 0, 256));
+  const VringAddr a{0, 0, fe.addr(0xf800), fe.addr(0x2000), fe.addr(0x1000), 0};  // desc crosses the end
+  ASSERT_TRUE(send(Request::set_vring_addr, 0, &a, sizeof a));
+  auto k = send_u64(Request::set_vring_kick, 0, {event_fd()});
+  ASSERT_FALSE(k);
+  EXPECT_NE(k.error().message.find("not inside one mapped region"), std::string::npos) << k.error().message;
+}
+
+TEST_F(Backend, ReplyAckReportsFailureAndResetForgetsEverything) {
+  ASSERT_TRUE(send_u64(Request::set_protocol_features, bit(protocol::reply_ack)));
+  const VringState st{9, 256};
+  EXPECT_FALSE(send(Request::set_vring_num, flag_need_reply, &st, 8));
+  EXPECT_EQ(reply.header.size, 8u);
+  EXPECT_EQ(reply.payload.u64, 1u) << "failure ack";
+  negotiate_and_start(bit(feature::version_1));
+  ASSERT_TRUE(send(Request::reset_owner));
+  EXPECT_EQ(be.memory().size(), 0u);
+  EXPECT_EQ(be.features(), 0u);
+  EXPECT_FALSE(be.ring(0).started);
+  EXPECT_EQ(be.ring(0).kick_fd, -1);
+}
+
+}  // namespace
+}  // namespace ws::virtio

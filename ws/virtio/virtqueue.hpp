@@ -1,0 +1,111 @@
+// What split and packed virtqueues share: descriptor flags, the chain a device-side walk
+// produces (host segments, already translated and validated), and the per-queue health record
+// (named error counters and the sticky `broken` state a hostile peer sets).
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace ws::virtio {
+
+// Descriptor flags (virtio 1.2 §2.7.5 split, §2.8.1 packed).
+namespace desc_flag {
+inline constexpr std::uint16_t next = 1;
+inline constexpr std::uint16_t write = 2;     // device writes (RX buffer)
+inline constexpr std::uint16_t indirect = 4;
+inline constexpr std::uint16_t avail = 1 << 7;  // packed only
+inline constexpr std::uint16_t used = 1 << 15;  // packed only
+}  // namespace desc_flag
+
+// Largest queue size a vhost-user frontend may configure (virtio 1.2 §2.6: Queue Size ≤ 32768).
+inline constexpr std::uint32_t queue_size_max = 32768;
+
+// Why a device-side walk refused a chain. Each has an xstat named by queue_error_name().
+enum class QueueError : std::uint8_t {
+  head_out_of_range,     // avail ring / packed id names a descriptor >= size
+  next_out_of_range,     // a NEXT link >= size (or beyond an indirect table)
+  chain_loop,            // more descriptors than the ring (or table) holds
+  indirect_bad_length,   // zero, not a multiple of 16, larger than the ring
+  indirect_nested,       // INDIRECT inside an indirect table
+  indirect_with_next,    // INDIRECT together with NEXT
+  indirect_disabled,     // INDIRECT without the negotiated feature
+  bad_address,           // not inside one mapped region, or addr+len overflows
+  read_after_write,      // a device-readable descriptor after a writable one
+  too_many_segments,     // more than a chain can hold
+  avail_index_jump,      // split: avail idx moved by more than the ring size
+  packed_bad_id,         // packed: buffer id >= size
+  packed_bad_wrap,       // packed: a chain's later descriptor not available with the same wrap
+  used_bad_id,           // driver side: device returned an id we never posted
+  used_index_jump,       // driver side: used idx moved by more than was outstanding
+  count_
+};
+inline constexpr std::size_t queue_error_count = static_cast<std::size_t>(QueueError::count_);
+
+// Stable xstat name for an error ("rx_q0_bad_address" is built from it by drivers).
+std::string_view queue_error_name(QueueError e) noexcept;
+
+// Health of one virtqueue: written by the lcore polling it, read by any thread (xstats).
+// Once broken, the engine refuses all further work until reset() (control path, queue stopped).
+class QueueHealth {
+ public:
+  void report(QueueError e) noexcept {
+    auto& c = counts_[static_cast<std::size_t>(e)];
+    // relaxed: statistics; single writer (the polling lcore). Pairs with the loads in count().
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (!broken_.load(std::memory_order_relaxed)) {
+      first_.store(static_cast<std::uint8_t>(e), std::memory_order_relaxed);
+      // release: a reader that sees broken also sees first_error(). Pairs with broken()'s acquire.
+      broken_.store(true, std::memory_order_release);
+    }
+  }
+  bool broken() const noexcept { return broken_.load(std::memory_order_acquire); }
+  QueueError first_error() const noexcept { return static_cast<QueueError>(first_.load(std::memory_order_relaxed)); }
+  std::uint64_t count(QueueError e) const noexcept {
+    return counts_[static_cast<std::size_t>(e)].load(std::memory_order_relaxed);
+  }
+  std::uint64_t total() const noexcept {
+    std::uint64_t t = 0;
+    for (const auto& c : counts_) t += c.load(std::memory_order_relaxed);
+    return t;
+  }
+  // Control path only (queue stopped): clears broken, keeps the counters.
+  void reset() noexcept { broken_.store(false, std::memory_order_relaxed); }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, queue_error_count> counts_{};
+  std::atomic<bool> broken_{false};
+  std::atomic<std::uint8_t> first_{0};
+};
+
+// One translated piece of a chain.
+struct Segment {
+  std::byte* host;
+  std::uint32_t len;
+};
+
+// A descriptor chain taken by the device: readable segments first, then writable ones.
+// Every segment was copied from guest memory once, validated, and translated (double fetch safe).
+template <std::size_t MaxSegments>
+struct Chain {
+  std::uint16_t id = 0;          // split: head index; packed: buffer id
+  std::uint16_t ring_descs = 0;  // descriptors the chain used in the ring (packed: used skip)
+  std::uint16_t readable = 0;    // segments [0, readable) are device-readable
+  std::uint16_t segments = 0;    // segments [readable, segments) are device-writable
+  std::uint64_t readable_bytes = 0;  // up to 64 segments of 4 GiB: no overflow
+  std::uint64_t writable_bytes = 0;
+  std::array<Segment, MaxSegments> seg;
+};
+
+// Segments a device-side chain may hold; longer chains are refused (too_many_segments).
+inline constexpr std::size_t default_max_segments = 64;
+using DefaultChain = Chain<default_max_segments>;
+
+// Split-ring event index rule (virtio 1.2 §2.7.7.2): notify when the other side's event index
+// lies in (old, new]. Wrapping 16-bit arithmetic.
+constexpr bool need_event(std::uint16_t event_idx, std::uint16_t new_idx, std::uint16_t old_idx) noexcept {
+  return static_cast<std::uint16_t>(new_idx - event_idx - 1) < static_cast<std::uint16_t>(new_idx - old_idx);
+}
+
+}  // namespace ws::virtio
