@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""net_af_xdp on veth pairs in the test's own network namespaces: txonly -> rxonly with counts
+checked against the kernel's interface counters, and the XDP fast-drop program (drop_all,
+drop_udp_dport:N) whose counter (xstats xdp_prog_dropped, read through the prompt) must agree with
+the sender's count and the kernel's own per-queue XDP drop counter (ethtool -S).
+
+usage: af_xdp_port_test.py --binary PATH [unittest options]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netns  # noqa: E402
+
+BINARY = None
+CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
+                 "terminate called", "Aborted"]
+
+
+def ethtool_xdp(ns, dev):
+    p = netns.sh("ethtool", "-S", dev, ns=ns, check=False)
+    out = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"\s*(rx_queue_\d+_xdp_\w+):\s*(\d+)", line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+class AfXdpCase(unittest.TestCase):
+    def setUp(self):
+        netns.require_root(self)
+        if not {0, 1} <= os.sched_getaffinity(0):
+            self.skipTest("needs CPUs 0 and 1")
+        probe = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", "net_af_xdp0", "--", "--duration", "0.1"],
+                               capture_output=True, text=True, timeout=30)
+        if "no driver for" in probe.stderr:
+            if os.environ.get("CI"):
+                self.fail("net_af_xdp is not built (libxdp-dev, libbpf-dev, clang)")
+            self.skipTest("net_af_xdp is not built (libxdp-dev, libbpf-dev, clang)")
+        self.tmp = tempfile.TemporaryDirectory(prefix="ws-xdp-")
+        self.addCleanup(self.tmp.cleanup)
+        self.net = netns.Netns("xd")
+        self.addCleanup(self.net.delete)
+        self.procs = []
+        self.addCleanup(self.kill_procs)
+        self.a, self.b = self.net.ns("a"), self.net.ns("b")
+        self.net.veth("wsxa", self.a, "wsxb", self.b)
+
+    def wait_xdp(self, proc):
+        """Wait until our XDP program is attached to end B (the sockets are bound right after)."""
+        deadline = time.time() + 15
+        while time.time() < deadline and proc.poll() is None:
+            if "xdp" in netns.sh("ip", "link", "show", "dev", "wsxb", ns=self.b).stdout:
+                time.sleep(0.5)
+                return
+            time.sleep(0.05)
+        self.fail("the receiver did not attach its XDP program")
+
+    def kill_procs(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def popen(self, args, stdin=subprocess.DEVNULL):
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=stdin, text=True)
+        self.procs.append(p)
+        return p
+
+    def check(self, p, out, err):
+        where = "command: {}\nexit: {}\nstdout:\n{}\nstderr:\n{}".format(" ".join(p.args), p.returncode,
+                                                                          out[-3000:], err[-3000:])
+        for marker in CRASH_MARKERS:
+            self.assertNotIn(marker, out + err, where)
+        self.assertEqual(p.returncode, 0, where)
+        return where
+
+    def send(self, vdev, seconds="0.6"):
+        summary = os.path.join(self.tmp.name, "tx.json")
+        p = self.popen(["ip", "netns", "exec", self.a, BINARY, "--lcores", "0@0,1@0", "--no-huge", "--vdev", vdev,
+                        "--", "--summary-json", summary, "--forward-mode=txonly", "--duration", seconds])
+        out, err = p.communicate(timeout=30)
+        self.check(p, out, err)
+        with open(summary) as f:
+            return json.load(f)["ports"][0]["tx_packets"]
+
+    def test_txonly_to_rxonly_counts_match_kernel(self):
+        summary = os.path.join(self.tmp.name, "rx.json")
+        before_a, before_b = netns.link_stats(self.a, "wsxa"), netns.link_stats(self.b, "wsxb")
+        rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--vdev",
+                         "net_af_xdp0,iface=wsxb", "--", "--summary-json", summary, "--forward-mode=rxonly",
+                         "--duration", "4"])
+        self.wait_xdp(rx)
+        sent = self.send("net_af_xdp0,iface=wsxa,xdp_mode=skb")
+        out, err = rx.communicate(timeout=30)
+        where = self.check(rx, out, err)
+        with open(summary) as f:
+            port = json.load(f)["ports"][0]
+        after_a, after_b = netns.link_stats(self.a, "wsxa"), netns.link_stats(self.b, "wsxb")
+        k_tx = after_a["tx"]["packets"] - before_a["tx"]["packets"]
+        k_drop = after_a["tx"]["dropped"] - before_a["tx"]["dropped"]
+        k_rx = after_b["rx"]["packets"] - before_b["rx"]["packets"]
+        where = "sent {} kernel tx {} dropped {} rx {} / received {} missed {}\n{}".format(
+            sent, k_tx, k_drop, k_rx, port["rx_packets"], port["rx_missed"], where)
+        self.assertGreater(sent, 1000, where)
+        self.assertEqual(sent, k_tx + k_drop, "AF_XDP TX: every frame the sender counted reached the veth\n" + where)
+        self.assertGreater(port["rx_packets"], 0, where)
+        self.assertEqual(port["rx_packets"] + port["rx_missed"] + k_drop, sent, where)
+
+    def run_drop(self, prog, expect_dropped_all):
+        before = ethtool_xdp(self.b, "wsxb")
+        before_a = netns.link_stats(self.a, "wsxa")
+        rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--vdev",
+                         "net_af_xdp0,iface=wsxb,xdp_prog=" + prog, "--", "-i", "--forward-mode=rxonly"],
+                        stdin=subprocess.PIPE)
+        rx.stdin.write("start\n")
+        rx.stdin.flush()
+        self.wait_xdp(rx)
+        sent = self.send("net_af_packet0,iface=wsxa")
+        time.sleep(0.3)
+        out, err = rx.communicate("stop\nshow port xstats 0\nquit\n", timeout=30)
+        where = self.check(rx, out, err)
+        after = ethtool_xdp(self.b, "wsxb")
+        after_a = netns.link_stats(self.a, "wsxa")
+        xs = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\w+): (\d+)$", out, re.M))
+        k_drops = after.get("rx_queue_0_xdp_drops", 0) - before.get("rx_queue_0_xdp_drops", 0)
+        k_lost = after_a["tx"]["dropped"] - before_a["tx"]["dropped"]  # veth ring full before XDP ran
+        where = "sent {} prog dropped {} redirected {} kernel xdp_drops {} veth lost {}\n{}".format(
+            sent, xs.get("xdp_prog_dropped"), xs.get("xdp_prog_redirected"), k_drops, k_lost, where)
+        self.assertGreater(sent, 1000, where)
+        self.assertIn("xdp_prog_dropped", xs, where)
+        if expect_dropped_all:
+            self.assertEqual(xs["xdp_prog_dropped"], k_drops, "program counter vs the kernel's\n" + where)
+            self.assertEqual(xs["xdp_prog_dropped"] + k_lost, sent, "program counter vs the sender\n" + where)
+            self.assertEqual(xs["rx_good_packets"], 0, where)
+        else:
+            self.assertEqual(xs["xdp_prog_dropped"], 0, where)
+            self.assertEqual(xs["xdp_prog_redirected"] + k_lost, sent, where)
+            self.assertGreater(xs["rx_good_packets"], 0, where)
+
+    def test_xdp_drop_all(self):
+        self.run_drop("drop_all", True)
+
+    def test_xdp_drop_udp_dport_matching(self):
+        self.run_drop("drop_udp_dport:9", True)  # txonly sends UDP to port 9
+
+    def test_xdp_drop_udp_dport_other_port_redirects(self):
+        self.run_drop("drop_udp_dport:10", False)
+
+
+class BadDevices(unittest.TestCase):
+    def test_refused(self):
+        for dev, words in (("net_af_xdp0", ["iface", "required"]),
+                           ("net_af_xdp0,iface=lo,xdp_prog=drop_some", ["xdp_prog", "drop_some"]),
+                           ("net_af_xdp0,iface=lo,xdp_prog=drop_udp_dport:70000", ["xdp_prog", "drop_udp_dport"]),
+                           ("net_af_xdp0,iface=lo,xdp_mode=turbo", ["xdp_mode", "turbo"]),
+                           ("net_af_xdp0,iface=lo,xdp_prog=/nonexistent/x.o", ["xdp_prog", "cannot read"])):
+            p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.1"],
+                               capture_output=True, text=True, timeout=30)
+            if "no driver for" in p.stderr:
+                self.skipTest("net_af_xdp is not built")
+            self.assertNotEqual(p.returncode, 0, p.stderr)
+            for w in ["net_af_xdp0"] + words:
+                self.assertIn(w, p.stderr, p.stderr)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    args, rest = parser.parse_known_args()
+    global BINARY
+    BINARY = args.binary
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

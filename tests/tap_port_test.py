@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""net_tap with the kernel stack as the peer: in the test's own network namespace the kernel
+pings the address icmpecho answers for (--icmpecho-ip) through a TAP port, with one queue and
+with IFF_MULTI_QUEUE queues; an address the port does not own stays unanswered; bad device
+strings and options are refused with a clear error.
+
+usage: tap_port_test.py --binary PATH [unittest options]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netns  # noqa: E402
+
+BINARY = None
+CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
+                 "terminate called", "Aborted"]
+
+
+class TapPing(unittest.TestCase):
+    def setUp(self):
+        netns.require_root(self)
+        if not os.path.exists("/dev/net/tun"):
+            if os.environ.get("CI"):
+                self.fail("/dev/net/tun is missing (CI is set: kernel-port tests must run)")
+            self.skipTest("/dev/net/tun is missing")
+        if not {0, 1} <= os.sched_getaffinity(0):
+            self.skipTest("needs CPUs 0 and 1 (the runs use -l 0-1)")
+        self.tmp = tempfile.TemporaryDirectory(prefix="ws-tap-")
+        self.addCleanup(self.tmp.cleanup)
+        self.net = netns.Netns("tp")
+        self.addCleanup(self.net.delete)
+        self.proc = None
+        self.addCleanup(self.kill)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def ping_icmpecho(self, queues):
+        ns = self.net.ns("k")
+        summary = os.path.join(self.tmp.name, "summary.json")
+        args = ["ip", "netns", "exec", ns, BINARY, "-l", "0-1", "--no-huge", "--vdev",
+                "net_tap0,iface=wstap0,mac=02:00:00:99:05:02", "--", "--summary-json", summary,
+                "--forward-mode=icmpecho", "--icmpecho-ip=10.99.5.2", "--rxq={}".format(queues),
+                "--txq={}".format(queues), "--duration", "4"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.DEVNULL)
+        deadline = time.time() + 5
+        while netns.sh("ip", "link", "show", "wstap0", ns=ns, check=False).returncode != 0:
+            self.assertLess(time.time(), deadline, "the TAP interface did not appear")
+            time.sleep(0.05)
+        netns.sh("ip", "addr", "add", "10.99.5.1/24", "dev", "wstap0", ns=ns)
+        netns.sh("ip", "link", "set", "wstap0", "up", ns=ns)
+        time.sleep(0.3)
+        sys_queues = netns.sh("ls", "/sys/class/net/wstap0/queues", ns=ns).stdout.split()
+        ping = netns.sh("ping", "-c", "5", "-i", "0.2", "-W", "1", "10.99.5.2", ns=ns, check=False, timeout=20)
+        other = netns.sh("ping", "-c", "1", "-W", "1", "10.99.5.3", ns=ns, check=False, timeout=20)
+        arp = netns.sh("ip", "neigh", "show", "10.99.5.2", ns=ns).stdout
+        out, err = self.proc.communicate(timeout=20)
+        where = "ping:\n{}{}\ntestpmd exit {}\nstdout:\n{}\nstderr:\n{}".format(
+            ping.stdout, ping.stderr, self.proc.returncode, out[-3000:], err[-3000:])
+        for marker in CRASH_MARKERS:
+            self.assertNotIn(marker, out + err, where)
+        self.assertEqual(self.proc.returncode, 0, where)
+        self.assertEqual(ping.returncode, 0, where)
+        self.assertIn("5 received", ping.stdout, where)
+        self.assertNotEqual(other.returncode, 0, "10.99.5.3 is not the port's address\n" + other.stdout)
+        self.assertIn("02:00:00:99:05:02", arp, "the kernel learned the port's MAC through ARP")
+        with open(summary) as f:
+            s = json.load(f)
+        port = s["ports"][0]
+        self.assertGreaterEqual(port["rx_packets"], 6, where)   # 5 echo requests + ARP (+ unanswered)
+        self.assertGreaterEqual(port["tx_packets"], 6, where)   # 5 echo replies + ARP reply
+        self.assertEqual(s["mbufs_in_use_at_exit"], 0, where)
+        return sys_queues
+
+    def test_kernel_ping_into_icmpecho(self):
+        self.ping_icmpecho(1)
+
+    def test_multi_queue_tap(self):
+        queues = self.ping_icmpecho(2)
+        self.assertIn("rx-1", queues, "IFF_MULTI_QUEUE gives the interface two queues: {}".format(queues))
+
+
+class BadDevices(unittest.TestCase):
+    def refused(self, vdev, app, *words):
+        p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", vdev, "--"] + app + ["--duration", "0.2"],
+                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        for w in words:
+            self.assertIn(w, p.stderr, p.stderr)
+        for marker in CRASH_MARKERS:
+            self.assertNotIn(marker, p.stdout + p.stderr)
+
+    def test_refused(self):
+        self.refused("net_tap0,mac=02:00:zz:00:00:01", [], "net_tap0", "mac", "02:00:zz:00:00:01")
+        self.refused("net_tap0,iface=aaaaaaaaaaaaaaaaaaaaaaa", [], "net_tap0", "iface", "longer")
+        self.refused("net_tap0,remote=eth0", [], "net_tap0", "remote")
+        self.refused("net_null0", ["--forward-mode=icmpecho", "--icmpecho-ip=10.99.5.300"], "--icmpecho-ip")
+        self.refused("net_null0", ["--forward-mode=icmpecho", "--icmpecho-ip=99,10.99.5.1"], "--icmpecho-ip")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    args, rest = parser.parse_known_args()
+    global BINARY
+    BINARY = args.binary
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+// net_af_packet hot path. RX walks a TPACKET_V3 ring of blocks the kernel fills with many
+// packets each; TX fills TPACKET_V2 frames and kicks the kernel once per burst.
+//   (Documentation/networking/packet_mmap.rst: "TPACKET versions", "AF_PACKET TPACKET_V3 example")
+//
+//   RX ring:  [block 0: bd | pkt pkt pkt ...][block 1 ...] ...   block_status: KERNEL -> USER -> KERNEL
+//   TX ring:  [frame 0: hdr | data][frame 1] ...                  tp_status: AVAILABLE -> SEND_REQUEST
+#pragma once
+#include <linux/if_packet.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "ws/core/mbuf.hpp"
+#include "ws/port/port.hpp"
+
+namespace ws::af_packet_pmd {
+
+// Copies a received frame into one mbuf, or a chain when it exceeds one mbuf's room.
+inline Mbuf* copy_in(PktmbufPool& pool, const std::uint8_t* data, std::uint32_t len, std::uint16_t port) noexcept {
+  Mbuf* head = nullptr;
+  Mbuf* tail = nullptr;
+  std::uint32_t done = 0;
+  do {
+    Mbuf* m = nullptr;
+    if (!pool.raw_alloc_bulk(std::span<Mbuf*>(&m, 1))) [[unlikely]] {
+      if (head) mbuf_free(head);
+      return nullptr;
+    }
+    m->data_off = m->headroom_default;
+    m->ol_flags = 0;
+    m->packet_type = 0;
+    m->vlan_tci = 0;
+    m->tx_offload = 0;
+    m->port = port;
+    const auto chunk = static_cast<std::uint16_t>(std::min<std::uint32_t>(m->buf_len - m->data_off, len - done));
+    std::memcpy(m->data(), data + done, chunk);
+    m->data_len = chunk;
+    done += chunk;
+    if (head) {
+      tail->next = m;
+      ++head->nb_segs;
+    } else {
+      head = m;
+    }
+    tail = m;
+  } while (done < len);
+  head->pkt_len = len;
+  return head;
+}
+
+struct alignas(cache_line_bytes) RxQueue : QueueBase {
+  std::uint8_t* ring = nullptr;  // mmap of the PACKET_RX_RING
+  std::uint32_t block_bytes = 0;
+  std::uint32_t block_count = 0;
+  std::uint32_t block = 0;  // the block we read (or wait for) next
+  std::uint32_t left = 0;   // packets not yet taken from the current block
+  const std::uint8_t* next_pkt = nullptr;
+  PktmbufPool* pool = nullptr;
+  std::uint16_t port = 0;
+  RxQueueCounters counters;
+
+  tpacket_block_desc* desc(std::uint32_t i) const noexcept {
+    return reinterpret_cast<tpacket_block_desc*>(ring + std::size_t{i} * block_bytes);
+  }
+
+  std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    std::uint16_t got = 0;
+    std::uint64_t bytes = 0;
+    while (got < n) {
+      tpacket_block_desc* bd = desc(block);
+      if (left == 0) {
+        // acquire: pairs with the kernel's smp_wmb() before it sets TP_STATUS_USER
+        // (prb_close_block), so the block's packets are visible once we see the status.
+        const auto status = std::atomic_ref<std::uint32_t>(bd->hdr.bh1.block_status).load(std::memory_order_acquire);
+        if ((status & TP_STATUS_USER) == 0) break;
+        left = bd->hdr.bh1.num_pkts;
+        next_pkt = reinterpret_cast<const std::uint8_t*>(bd) + bd->hdr.bh1.offset_to_first_pkt;
+        if (left == 0) {
+          release_block(bd);
+          continue;
+        }
+      }
+      const auto* h = reinterpret_cast<const tpacket3_hdr*>(next_pkt);
+      Mbuf* m = copy_in(*pool, next_pkt + h->tp_mac, h->tp_snaplen, port);
+      if (!m) [[unlikely]] {
+        counters.nombuf.add(1);
+        break;  // the packet stays in the ring for the next call
+      }
+      pkts[got++] = m;
+      bytes += h->tp_snaplen;
+      next_pkt += h->tp_next_offset;
+      if (--left == 0) release_block(bd);
+    }
+    counters.packets.add(got);
+    counters.bytes.add(bytes);
+    return got;
+  }
+
+  void release_block(tpacket_block_desc* bd) noexcept {
+    // release: our reads of the block happen before the kernel may refill it.
+    std::atomic_ref<std::uint32_t>(bd->hdr.bh1.block_status).store(TP_STATUS_KERNEL, std::memory_order_release);
+    if (++block == block_count) block = 0;
+  }
+};
+
+// TPACKET_V2 frames carry data at TPACKET_ALIGN(sizeof(tpacket2_hdr)) (packet_mmap.rst, TX ring).
+inline constexpr std::uint32_t tx_data_offset = TPACKET_ALIGN(sizeof(tpacket2_hdr));
+
+struct alignas(cache_line_bytes) TxQueue : QueueBase {
+  int fd = -1;
+  std::uint8_t* ring = nullptr;
+  std::uint32_t block_bytes = 0;
+  std::uint32_t frame_bytes = 0;
+  std::uint32_t frames_per_block = 0;
+  std::uint32_t frame_count = 0;
+  std::uint32_t frame = 0;  // next frame to fill
+  TxQueueCounters counters;
+
+  tpacket2_hdr* hdr(std::uint32_t i) const noexcept {
+    return reinterpret_cast<tpacket2_hdr*>(ring + std::size_t{i / frames_per_block} * block_bytes +
+                                           std::size_t{i % frames_per_block} * frame_bytes);
+  }
+
+  // Takes what fits in free frames; oversized packets are taken, freed and counted as errors.
+  std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    std::uint16_t taken = 0;
+    std::uint16_t queued = 0;
+    std::uint64_t bytes = 0;
+    const std::uint32_t room = frame_bytes - tx_data_offset;
+    for (; taken < n; ++taken) {
+      Mbuf* m = pkts[taken];
+      tpacket2_hdr* h = hdr(frame);
+      // acquire: pairs with the kernel's store of TP_STATUS_AVAILABLE after it sent the frame.
+      const auto status = std::atomic_ref<std::uint32_t>(h->tp_status).load(std::memory_order_acquire);
+      if (status != TP_STATUS_AVAILABLE) break;  // ring full (kernel still sending)
+      if (m->pkt_len > room) [[unlikely]] {
+        counters.errors.add(1);
+        continue;
+      }
+      std::uint8_t* dst = reinterpret_cast<std::uint8_t*>(h) + tx_data_offset;
+      for (const Mbuf* s = m; s; s = s->next) {
+        std::memcpy(dst, s->data(), s->data_len);
+        dst += s->data_len;
+      }
+      h->tp_len = m->pkt_len;
+      // release: the frame's bytes are written before the kernel sees SEND_REQUEST.
+      std::atomic_ref<std::uint32_t>(h->tp_status).store(TP_STATUS_SEND_REQUEST, std::memory_order_release);
+      if (++frame == frame_count) frame = 0;
+      ++queued;
+      bytes += m->pkt_len;
+    }
+    if (taken < n) [[unlikely]]
+      counters.full.add(n - taken);
+    if (queued) {
+      // One kick per burst: the kernel sends every SEND_REQUEST frame before it returns.
+      if (::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0) [[unlikely]]
+        counters.errors.add(1);  // frames stay queued and go out with the next kick
+    }
+    mbuf_free_bulk(std::span<Mbuf* const>(pkts, taken));
+    counters.packets.add(queued);
+    counters.bytes.add(bytes);
+    return taken;
+  }
+};
+
+}  // namespace ws::af_packet_pmd

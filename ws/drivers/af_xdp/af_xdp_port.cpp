@@ -1,0 +1,338 @@
+// net_af_xdp port: device keys, loading and attaching our XDP program (native mode, falling back
+// to skb mode with a log line), one UMEM (in the port's Arena) and one AF_XDP socket per queue,
+// the program's counters and the sockets' XDP_STATISTICS in stats and xstats.
+#include "ws/drivers/af_xdp/af_xdp_port.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <net/if.h>
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <cstring>
+#include <vector>
+
+#include "ws/core/log.hpp"
+#include "ws/drivers/af_xdp/af_xdp_rxtx.hpp"
+#include "ws/drivers/af_xdp/xdp_fast_drop_obj.hpp"
+
+namespace ws {
+namespace {
+
+// Keys named as DPDK's af_xdp PMD where the meaning is the same (iface, start_queue,
+// queue_count); xdp_mode and xdp_prog are ours (DPDK's xdp_prog takes only a file).
+constexpr std::array af_xdp_params = {
+    ParamSpec{"iface", "string", "", "the interface (required)"},
+    ParamSpec{"start_queue", "uint", "0", "first interface queue to bind"},
+    ParamSpec{"queue_count", "uint", "1", "queues (one AF_XDP socket each)"},
+    ParamSpec{"xdp_mode", "string", "native", "native (driver XDP; falls back to skb with a log line) or skb"},
+    ParamSpec{"xdp_prog", "string", "redirect_all",
+              "redirect_all | drop_all | drop_udp_dport:N (our program) or the path of a BPF object file "
+              "with an XSKMAP called xsks_map"},
+};
+
+constexpr std::uint32_t frame_bytes = 2048;                 // UMEM chunk (XSK_UMEM__MIN... aligned mode allows 2048)
+constexpr std::uint32_t ring_slots = 2048;                  // RX, TX, fill and completion rings
+constexpr std::uint32_t frames_per_queue = 2 * ring_slots;  // half for RX (fill), half for TX
+enum ProgMode : std::uint32_t { mode_drop_all = 0, mode_drop_udp_dport = 1, mode_redirect_all = 2 };
+
+struct ProgChoice {
+  ProgMode mode = mode_redirect_all;
+  std::uint32_t udp_port = 0;
+  std::string object_path;  // non-empty: a user's object file
+};
+
+struct QueueSocket {
+  xsk_umem* umem = nullptr;
+  xsk_socket* xsk = nullptr;
+  std::uint8_t* area = nullptr;
+  std::vector<std::uint64_t> tx_free;
+  std::vector<std::uint64_t> rx_stash;
+};
+
+class AfXdpPort final : public Port {
+ public:
+  AfXdpPort(std::string name, std::string iface, int ifindex, std::uint32_t start, std::uint16_t count, bool skb,
+            ProgChoice prog)
+      : Port(std::move(name), "net_af_xdp"),
+        iface_(std::move(iface)),
+        ifindex_(ifindex),
+        start_queue_(start),
+        queue_count_(count),
+        skb_mode_(skb),
+        prog_(std::move(prog)) {}
+  ~AfXdpPort() override { close_all(); }
+
+  PortInfo info() const override { return {"net_af_xdp", queue_count_, queue_count_, 0, 65535}; }
+
+  Result<void> do_configure(const PortConfig& c) override {
+    close_all();
+    if (c.rx_queues != c.tx_queues)
+      return fail("device '{}': AF_XDP sockets are RX/TX pairs: {} RX and {} TX queues requested", name(), c.rx_queues,
+                  c.tx_queues);
+    if (auto ok = load_program(); !ok) return ok;
+    auto arena = Arena::create(
+        {name() + "_umem", std::size_t{c.rx_queues} * frames_per_queue * frame_bytes, HugePolicy::automatic});
+    if (!arena) return std::unexpected(arena.error());
+    arena_ = std::move(*arena);
+    rxq_.clear();
+    txq_.clear();
+    socks_.assign(c.rx_queues, {});
+    for (std::uint16_t q = 0; q < c.rx_queues; ++q) {
+      rxq_.push_back(std::make_unique<af_xdp_pmd::RxQueue>());
+      txq_.push_back(std::make_unique<af_xdp_pmd::TxQueue>());
+      if (auto ok = open_socket(q); !ok) {
+        close_all();
+        return ok;
+      }
+    }
+    return {};
+  }
+
+  Result<void> setup_rx_queue(std::uint16_t queue, const RxQueueConfig& c) override {
+    if (queue >= rxq_.size()) return fail("RX queue {} does not exist ({} configured)", queue, rxq_.size());
+    if (!c.pool) return fail("RX queue {} needs an mbuf pool", queue);
+    rxq_[queue]->pool = c.pool;
+    rxq_[queue]->port = id();
+    return {};
+  }
+  Result<void> setup_tx_queue(std::uint16_t queue, const TxQueueConfig&) override {
+    if (queue >= txq_.size()) return fail("TX queue {} does not exist ({} configured)", queue, txq_.size());
+    return {};
+  }
+
+  Result<void> do_start() override {
+    for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
+      if (!rxq_[q]->pool) return fail("RX queue {} was not set up", q);
+      publish_rx(q, rxq_[q].get());
+      publish_tx(q, txq_[q].get());
+    }
+    return {};
+  }
+
+  PortStats read_stats() const override {
+    PortStats s;
+    for (const auto& q : rxq_) add_rx(s, q->counters);
+    for (const auto& q : txq_) add_tx(s, q->counters);
+    for (const auto& k : socks_) s.imissed += socket_stats(k).rx_dropped;
+    return s;
+  }
+
+  std::vector<XStat> xstats() const override {
+    auto out = Port::xstats();
+    const auto c = program_counters();
+    out.push_back({"xdp_prog_dropped", c[0]});
+    out.push_back({"xdp_prog_redirected", c[1]});
+    out.push_back({"xdp_prog_passed", c[2]});
+    for (std::size_t q = 0; q < socks_.size(); ++q) {
+      const xdp_statistics st = socket_stats(socks_[q]);
+      out.push_back({fmt::format("rx_q{}_ring_full", q), st.rx_ring_full});
+      out.push_back({fmt::format("rx_q{}_fill_ring_empty", q), st.rx_fill_ring_empty_descs});
+      out.push_back({fmt::format("rx_q{}_invalid_descs", q), st.rx_invalid_descs});
+      out.push_back({fmt::format("tx_q{}_invalid_descs", q), st.tx_invalid_descs});
+      out.push_back({fmt::format("tx_q{}_ring_full", q), txq_[q]->counters.full.read()});
+    }
+    return out;
+  }
+
+ private:
+  Result<void> load_program();
+  Result<void> open_socket(std::uint16_t q);
+  std::array<std::uint64_t, 3> program_counters() const;
+  static xdp_statistics socket_stats(const QueueSocket& k) {
+    xdp_statistics st{};
+    socklen_t len = sizeof st;
+    if (k.xsk) ::getsockopt(xsk_socket__fd(k.xsk), SOL_XDP, XDP_STATISTICS, &st, &len);
+    return st;
+  }
+  void close_all();
+
+  std::string iface_;
+  int ifindex_;
+  std::uint32_t start_queue_;
+  std::uint16_t queue_count_;
+  bool skb_mode_;
+  ProgChoice prog_;
+  bpf_object* obj_ = nullptr;
+  std::uint32_t attach_flags_ = 0;
+  int xsks_map_fd_ = -1;
+  int counters_fd_ = -1;
+  std::unique_ptr<Arena> arena_;
+  std::vector<QueueSocket> socks_;
+  std::vector<std::unique_ptr<af_xdp_pmd::RxQueue>> rxq_;
+  std::vector<std::unique_ptr<af_xdp_pmd::TxQueue>> txq_;
+};
+
+Result<void> AfXdpPort::load_program() {
+  obj_ = prog_.object_path.empty() ? bpf_object__open_mem(xdp_fast_drop_obj, xdp_fast_drop_obj_bytes, nullptr)
+                                   : bpf_object__open_file(prog_.object_path.c_str(), nullptr);
+  if (!obj_ || libbpf_get_error(obj_)) {
+    obj_ = nullptr;
+    return fail("device '{}': key 'xdp_prog': cannot open the BPF object{}", name(),
+                prog_.object_path.empty() ? "" : " '" + prog_.object_path + "'");
+  }
+  if (int e = bpf_object__load(obj_); e != 0)
+    return fail("device '{}': key 'xdp_prog': the kernel refused the XDP program: {}", name(), std::strerror(-e));
+  bpf_program* prog = bpf_object__next_program(obj_, nullptr);
+  if (!prog) return fail("device '{}': key 'xdp_prog': the object holds no program", name());
+  xsks_map_fd_ = bpf_object__find_map_fd_by_name(obj_, "xsks_map");
+  if (xsks_map_fd_ < 0) return fail("device '{}': key 'xdp_prog': the object has no map called xsks_map", name());
+  counters_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_counters");
+  if (const int cfg = bpf_object__find_map_fd_by_name(obj_, "ws_config"); cfg >= 0) {
+    const std::uint32_t k0 = 0, k1 = 1;
+    const std::uint32_t mode = prog_.mode, port = prog_.udp_port;
+    bpf_map_update_elem(cfg, &k0, &mode, BPF_ANY);
+    bpf_map_update_elem(cfg, &k1, &port, BPF_ANY);
+  }
+  const int fd = bpf_program__fd(prog);
+  if (!skb_mode_) {
+    attach_flags_ = XDP_FLAGS_DRV_MODE;
+    if (bpf_xdp_attach(ifindex_, fd, attach_flags_, nullptr) == 0) return {};
+    log(LogLevel::warning, "{}: native XDP is not available on {}; falling back to skb (generic) mode", name(), iface_);
+  }
+  attach_flags_ = XDP_FLAGS_SKB_MODE;
+  if (int e = bpf_xdp_attach(ifindex_, fd, attach_flags_, nullptr); e != 0) {
+    attach_flags_ = 0;
+    return fail("device '{}': key 'iface' value '{}': cannot attach the XDP program: {}", name(), iface_,
+                std::strerror(-e));
+  }
+  skb_mode_ = true;
+  return {};
+}
+
+Result<void> AfXdpPort::open_socket(std::uint16_t q) {
+  QueueSocket& k = socks_[q];
+  auto area = arena_->allocate(std::size_t{frames_per_queue} * frame_bytes, arena_->page_bytes(), "umem");
+  if (!area) return std::unexpected(area.error());
+  k.area = static_cast<std::uint8_t*>(*area);
+  auto& rx = *rxq_[q];
+  auto& tx = *txq_[q];
+  xsk_umem_config ucfg{ring_slots, ring_slots, frame_bytes, 0, 0};
+  if (int e = xsk_umem__create(&k.umem, k.area, std::size_t{frames_per_queue} * frame_bytes, &rx.fill, &tx.comp, &ucfg);
+      e != 0)
+    return fail("device '{}': queue {}: cannot register the UMEM: {}", name(), q, std::strerror(-e));
+  xsk_socket_config scfg{};
+  scfg.rx_size = ring_slots;
+  scfg.tx_size = ring_slots;
+  scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // our program is attached already
+  scfg.xdp_flags = attach_flags_;
+  scfg.bind_flags = XDP_USE_NEED_WAKEUP | (skb_mode_ ? XDP_COPY : 0);
+  if (int e = xsk_socket__create(&k.xsk, iface_.c_str(), start_queue_ + q, k.umem, &rx.rx, &tx.tx, &scfg); e != 0)
+    return fail("device '{}': key 'iface' value '{}': cannot bind an AF_XDP socket to queue {}: {}", name(), iface_,
+                start_queue_ + q, std::strerror(-e));
+  if (int e = xsk_socket__update_xskmap(k.xsk, xsks_map_fd_); e != 0)
+    return fail("device '{}': queue {}: cannot insert the socket in xsks_map: {}", name(), q, std::strerror(-e));
+  // Frames [0, ring_slots) feed RX through the fill ring; the rest are TX's free list.
+  std::uint32_t idx = 0;
+  if (xsk_ring_prod__reserve(&rx.fill, ring_slots, &idx) != ring_slots)
+    return fail("device '{}': queue {}: the fill ring is smaller than expected", name(), q);
+  for (std::uint32_t i = 0; i < ring_slots; ++i)
+    *xsk_ring_prod__fill_addr(&rx.fill, idx + i) = std::uint64_t{i} * frame_bytes;
+  xsk_ring_prod__submit(&rx.fill, ring_slots);
+  k.tx_free.resize(ring_slots);
+  for (std::uint32_t i = 0; i < ring_slots; ++i) k.tx_free[i] = std::uint64_t{ring_slots + i} * frame_bytes;
+  k.rx_stash.resize(ring_slots);
+  rx.stash = k.rx_stash.data();
+  rx.stashed = 0;
+  rx.umem = tx.umem = k.area;
+  rx.fd = tx.fd = xsk_socket__fd(k.xsk);
+  tx.frame_bytes = frame_bytes;
+  tx.free_frames = k.tx_free.data();
+  tx.free_count = ring_slots;
+  return {};
+}
+
+std::array<std::uint64_t, 3> AfXdpPort::program_counters() const {
+  std::array<std::uint64_t, 3> out{};
+  if (counters_fd_ < 0) return out;
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return out;
+  std::vector<std::uint64_t> per_cpu(static_cast<std::size_t>(cpus));
+  for (std::uint32_t k = 0; k < out.size(); ++k)
+    if (bpf_map_lookup_elem(counters_fd_, &k, per_cpu.data()) == 0)
+      for (auto v : per_cpu) out[k] += v;
+  return out;
+}
+
+void AfXdpPort::close_all() {
+  for (auto& k : socks_) {
+    if (k.xsk) xsk_socket__delete(k.xsk);
+    if (k.umem) xsk_umem__delete(k.umem);
+  }
+  socks_.clear();
+  rxq_.clear();
+  txq_.clear();
+  if (attach_flags_) bpf_xdp_detach(ifindex_, attach_flags_, nullptr);
+  attach_flags_ = 0;
+  if (obj_) bpf_object__close(obj_);
+  obj_ = nullptr;
+  xsks_map_fd_ = counters_fd_ = -1;
+  arena_.reset();
+}
+
+Result<ProgChoice> parse_prog(const DevArgs& args) {
+  ProgChoice p;
+  const std::string v = args.get_string("xdp_prog", "redirect_all");
+  if (v == "redirect_all") return p;
+  if (v == "drop_all") {
+    p.mode = mode_drop_all;
+    return p;
+  }
+  if (v.starts_with("drop_udp_dport:")) {
+    const std::string_view n = std::string_view(v).substr(15);
+    std::uint32_t port = 0;
+    auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), port);
+    if (ec != std::errc() || end != n.data() + n.size() || port == 0 || port > 65535)
+      return fail("device '{}': key 'xdp_prog' value '{}': expected drop_udp_dport:N with N in [1, 65535]", args.name(),
+                  v);
+    p.mode = mode_drop_udp_dport;
+    p.udp_port = port;
+    return p;
+  }
+  if (v.find('/') != std::string::npos || v.ends_with(".o")) {
+    if (::access(v.c_str(), R_OK) != 0)
+      return fail("device '{}': key 'xdp_prog' value '{}': cannot read the file", args.name(), v);
+    p.object_path = v;
+    return p;
+  }
+  return fail(
+      "device '{}': key 'xdp_prog' value '{}': expected redirect_all, drop_all, drop_udp_dport:N or an "
+      "object file path",
+      args.name(), v);
+}
+
+class AfXdpDriver final : public Driver {
+ public:
+  std::string_view name() const override { return "net_af_xdp"; }
+  std::span<const ParamSpec> params() const override { return af_xdp_params; }
+
+  Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv&) override {
+    const std::string iface = args.get_string("iface", "");
+    if (iface.empty()) return fail("device '{}': key 'iface' is required (the kernel interface to use)", args.name());
+    const unsigned ifindex = ::if_nametoindex(iface.c_str());
+    if (ifindex == 0)
+      return fail("device '{}': key 'iface' value '{}': no such interface ({})", args.name(), iface,
+                  std::strerror(errno));
+    auto start = args.get_uint("start_queue", 0, 0, 1023);
+    if (!start) return std::unexpected(start.error());
+    auto count = args.get_uint("queue_count", 1, 1, port_max_queues);
+    if (!count) return std::unexpected(count.error());
+    const std::string mode = args.get_string("xdp_mode", "native");
+    if (mode != "native" && mode != "skb")
+      return fail("device '{}': key 'xdp_mode' value '{}': expected native or skb", args.name(), mode);
+    auto prog = parse_prog(args);
+    if (!prog) return std::unexpected(prog.error());
+    return std::make_unique<AfXdpPort>(args.name(), iface, static_cast<int>(ifindex),
+                                       static_cast<std::uint32_t>(*start), static_cast<std::uint16_t>(*count),
+                                       mode == "skb", std::move(*prog));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Driver> make_af_xdp_driver() { return std::make_unique<AfXdpDriver>(); }
+
+}  // namespace ws

@@ -1,0 +1,152 @@
+// net_af_xdp hot path (Documentation/networking/af_xdp.rst): RX takes descriptors from the RX
+// ring, copies each frame into an mbuf and hands the frame straight back on the fill ring; TX
+// copies packets into free UMEM frames, posts them on the TX ring, and recycles frames from the
+// completion ring. Wakeups only when the kernel asks (XDP_USE_NEED_WAKEUP).
+#pragma once
+#include <sys/socket.h>
+#include <xdp/xsk.h>
+
+#include <cstring>
+
+#include "ws/core/mbuf.hpp"
+#include "ws/port/port.hpp"
+
+namespace ws::af_xdp_pmd {
+
+struct alignas(cache_line_bytes) RxQueue : QueueBase {
+  xsk_ring_cons rx{};
+  xsk_ring_prod fill{};
+  std::uint8_t* umem = nullptr;
+  int fd = -1;
+  PktmbufPool* pool = nullptr;
+  std::uint16_t port = 0;
+  // Frames waiting to go back on the fill ring: the kernel publishes its fill-ring consumer
+  // index lazily, so the ring may briefly look fuller than it is.
+  std::uint64_t* stash = nullptr;  // capacity: every RX frame
+  std::uint32_t stashed = 0;
+  RxQueueCounters counters;
+
+  void refill(const std::uint64_t* addrs, std::uint32_t n) noexcept {
+    std::uint32_t idx = 0;
+    const std::uint32_t room = xsk_prod_nb_free(&fill, n);
+    const std::uint32_t put = std::min(room, n);
+    if (put && xsk_ring_prod__reserve(&fill, put, &idx) == put) {
+      for (std::uint32_t i = 0; i < put; ++i) *xsk_ring_prod__fill_addr(&fill, idx + i) = addrs[i];
+      xsk_ring_prod__submit(&fill, put);
+    } else {
+      std::memmove(stash + stashed, addrs, sizeof(std::uint64_t) * n);
+      stashed += n;
+      return;
+    }
+    if (put < n) {
+      std::memmove(stash + stashed, addrs + put, sizeof(std::uint64_t) * (n - put));
+      stashed += n - put;
+    }
+  }
+
+  std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    if (stashed) [[unlikely]] {
+      std::uint64_t retry[mbuf_max_burst * 4];
+      const std::uint32_t k = std::min<std::uint32_t>(stashed, mbuf_max_burst * 4);
+      stashed -= k;
+      std::memcpy(retry, stash + stashed, sizeof(std::uint64_t) * k);
+      refill(retry, k);
+    }
+    std::uint32_t idx = 0;
+    const std::uint32_t got = xsk_ring_cons__peek(&rx, n, &idx);
+    if (got == 0) {
+      // The kernel sleeps until woken when the fill ring ran dry (need-wakeup mode).
+      if (xsk_ring_prod__needs_wakeup(&fill)) ::recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      return 0;
+    }
+    if (!pool->raw_alloc_bulk(std::span<Mbuf*>(pkts, got))) [[unlikely]] {
+      xsk_ring_cons__cancel(&rx, got);  // the frames stay in the ring for the next call
+      counters.nombuf.add(got);
+      return 0;
+    }
+    std::uint64_t addrs[mbuf_max_burst];
+    std::uint64_t bytes = 0;
+    for (std::uint32_t i = 0; i < got; ++i) {
+      const xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
+      Mbuf* m = pkts[i];
+      m->data_off = m->headroom_default;
+      const auto len = static_cast<std::uint16_t>(std::min<std::uint32_t>(d->len, m->buf_len - m->data_off));
+      std::memcpy(m->data(), xsk_umem__get_data(umem, d->addr), len);
+      m->data_len = len;
+      m->pkt_len = len;
+      m->ol_flags = 0;
+      m->packet_type = 0;
+      m->vlan_tci = 0;
+      m->tx_offload = 0;
+      m->port = port;
+      addrs[i] = xsk_umem__extract_addr(d->addr);
+      bytes += len;
+    }
+    xsk_ring_cons__release(&rx, got);
+    refill(addrs, got);  // every frame we took goes straight back
+    counters.packets.add(got);
+    counters.bytes.add(bytes);
+    return static_cast<std::uint16_t>(got);
+  }
+};
+
+struct alignas(cache_line_bytes) TxQueue : QueueBase {
+  xsk_ring_prod tx{};
+  xsk_ring_cons comp{};
+  std::uint8_t* umem = nullptr;
+  int fd = -1;
+  std::uint32_t frame_bytes = 0;
+  std::uint64_t* free_frames = nullptr;  // stack of UMEM addresses not in flight
+  std::uint32_t free_count = 0;
+  TxQueueCounters counters;
+
+  void reclaim() noexcept {
+    std::uint32_t idx = 0;
+    const std::uint32_t done = xsk_ring_cons__peek(&comp, mbuf_max_burst, &idx);
+    for (std::uint32_t i = 0; i < done; ++i) free_frames[free_count++] = *xsk_ring_cons__comp_addr(&comp, idx + i);
+    if (done) xsk_ring_cons__release(&comp, done);
+  }
+
+  // Takes what fits in free frames and TX slots; oversized packets are taken and counted as errors.
+  std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    reclaim();
+    std::uint32_t want = std::min<std::uint32_t>(n, free_count);
+    std::uint32_t idx = 0;
+    if (want == 0 || xsk_ring_prod__reserve(&tx, want, &idx) != want) [[unlikely]] {
+      if (xsk_ring_prod__needs_wakeup(&tx)) ::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0);
+      counters.full.add(n);
+      return 0;
+    }
+    std::uint32_t posted = 0;
+    std::uint64_t bytes = 0;
+    for (std::uint32_t i = 0; i < want; ++i) {
+      Mbuf* m = pkts[i];
+      if (m->pkt_len > frame_bytes) [[unlikely]] {
+        counters.errors.add(1);
+        continue;
+      }
+      const std::uint64_t addr = free_frames[--free_count];
+      std::uint8_t* dst = static_cast<std::uint8_t*>(xsk_umem__get_data(umem, addr));
+      for (const Mbuf* s = m; s; s = s->next) {
+        std::memcpy(dst, s->data(), s->data_len);
+        dst += s->data_len;
+      }
+      xdp_desc* d = xsk_ring_prod__tx_desc(&tx, idx + posted);
+      d->addr = addr;
+      d->len = m->pkt_len;
+      ++posted;
+      bytes += m->pkt_len;
+    }
+    tx.cached_prod -= want - posted;  // give back the slots of oversized packets
+    xsk_ring_prod__submit(&tx, posted);
+    // Copy mode always needs the kick; zero-copy drivers only when they ask.
+    if (xsk_ring_prod__needs_wakeup(&tx)) ::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0);
+    mbuf_free_bulk(std::span<Mbuf* const>(pkts, want));
+    if (want < n) counters.full.add(n - want);
+    counters.packets.add(posted);
+    counters.bytes.add(bytes);
+    return static_cast<std::uint16_t>(want);
+  }
+};
+
+}  // namespace ws::af_xdp_pmd
