@@ -2,6 +2,11 @@
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)
+# libpcap for net_pcap (ws/drivers/pcap).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
+# libedit for wirespeed-testpmd's interactive prompt (line editing, history, completion).
+pkg_check_modules(LIBEDIT REQUIRED IMPORTED_TARGET libedit)
 if(WS_TESTS)
   find_package(GTest REQUIRED)
 endif()

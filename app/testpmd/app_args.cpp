@@ -1,6 +1,8 @@
 // Application option parsing with dpdk-testpmd's names, defaults and limits.
 #include "app/testpmd/app_args.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <charconv>
 #include <functional>
@@ -93,6 +95,24 @@ const std::vector<OptionSpec>& option_table() {
        }},
       {"--flowgen-clones", true, set_uint(&AppOptions::flowgen_clones, 0, max_burst, "--flowgen-clones")},
       {"--flowgen-flows", true, set_uint(&AppOptions::flowgen_flows, 1, 1u << 24, "--flowgen-flows")},
+      {"--rx-ptype-counts", false,  // wirespeed's own: rxonly counts packet types per port
+       [](AppOptions& o, std::string_view) -> Result<void> { o.rx_ptype_counts = true; return {}; }},
+      {"--icmpecho-ip", true,  // wirespeed's own: the address icmpecho answers for ([PORT,]A.B.C.D)
+       [](AppOptions& o, std::string_view v) -> Result<void> {
+         const auto comma = v.find(',');
+         std::uint16_t port = max_ports;
+         if (comma != std::string_view::npos) {
+           auto p = parse_uint("--icmpecho-ip", v.substr(0, comma), 0, max_ports - 1);
+           if (!p) return std::unexpected(p.error());
+           port = static_cast<std::uint16_t>(*p);
+         }
+         const std::string text(comma == std::string_view::npos ? v : v.substr(comma + 1));
+         in_addr a{};
+         if (inet_pton(AF_INET, text.c_str(), &a) != 1 || a.s_addr == 0)
+           return fail("--icmpecho-ip={}: expected [PORT,]A.B.C.D (an IPv4 address, not 0.0.0.0)", v);
+         o.icmpecho_ips[port] = a.s_addr;
+         return {};
+       }},
       {"--eth-peer", true,
        [](AppOptions& o, std::string_view v) -> Result<void> {
          const auto comma = v.find(',');
@@ -131,8 +151,30 @@ const std::vector<OptionSpec>& option_table() {
        }},
       {"--summary-json", true,
        [](AppOptions& o, std::string_view v) -> Result<void> { o.summary_json = std::string(v); return {}; }},
+      {"--metrics-addr", true,
+       [](AppOptions& o, std::string_view v) -> Result<void> {
+         // Loopback only: the endpoint has no authentication (telemetry_metrics.cpp parses it).
+         if (!v.starts_with("127.") || v.find(':') == std::string_view::npos)
+           return fail("--metrics-addr={}: expected a loopback address and port, e.g. 127.0.0.1:9100", v);
+         o.metrics_addr = std::string(v);
+         return {};
+       }},
+      {"--capture", true,
+       [](AppOptions& o, std::string_view v) -> Result<void> {
+         if (std::count(v.begin(), v.end(), ',') < 1)
+           return fail("--capture={}: expected PORT,FILE[,FILTER] (FILTER in tcpdump syntax)", v);
+         o.captures.emplace_back(v);
+         return {};
+       }},
       {"--record-core-cycles", false,
        [](AppOptions& o, std::string_view) -> Result<void> { o.record_core_cycles = true; return {}; }},
+      {"--enable-rx-cksum", false,
+       [](AppOptions& o, std::string_view) -> Result<void> { o.enable_rx_cksum = true; return {}; }},
+      // Ports without a hardware hash get it in software (ws/net/rss) where the engine computes it.
+      {"--rss-ip", false,
+       [](AppOptions& o, std::string_view) -> Result<void> { o.rss_types = rss_type::ip; return {}; }},
+      {"--rss-udp", false,
+       [](AppOptions& o, std::string_view) -> Result<void> { o.rss_types = rss_type::ip | rss_type::udp; return {}; }},
       // Accepted without effect because the condition they ask for always holds here:
       // virtual ports carry no Ethernet CRC, so there is nothing to strip or keep.
       {"--disable-crc-strip", false, [](AppOptions&, std::string_view) -> Result<void> { return {}; }},

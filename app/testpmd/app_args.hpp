@@ -34,6 +34,8 @@ struct AppOptions {
   std::uint16_t flowgen_clones = 0;
   std::uint32_t flowgen_flows = 1024;
   std::map<std::uint16_t, MacAddress> eth_peers;
+  bool rx_ptype_counts = false;  // --rx-ptype-counts (wirespeed's own)
+  std::map<std::uint16_t, std::uint32_t> icmpecho_ips;  // --icmpecho-ip (network order); key max_ports: all
   Topology topology = Topology::paired;
   unsigned stats_period_s = 0;
   bool auto_start = false;
@@ -42,7 +44,11 @@ struct AppOptions {
   std::string cmdline_file;
   double duration_s = 0;  // 0: until signal / quit
   std::string summary_json;
+  std::string metrics_addr;  // --metrics-addr 127.0.0.1:PORT: Prometheus endpoint (loopback only)
+  std::vector<std::string> captures;  // --capture PORT,FILE[,FILTER]: pcapng capture from the start
   bool record_core_cycles = false;
+  bool enable_rx_cksum = false;  // verify RX checksums (in software where ports give no verdict)
+  std::uint32_t rss_types = 0;   // ws::rss_type bits from --rss-ip / --rss-udp
 };
 
 Result<AppOptions> parse_app_args(std::span<const std::string> args);

@@ -416,7 +416,7 @@ TEST(AppArgs, ScenarioCommandLinesParse) {
 // ---------------------------------------------------------------- application errors
 
 TEST(AppArgs, UnknownOptionListsTheAcceptedOnes) {
-  for (const char* bad : {"--bogus", "--rss-udp", "--burst-size=32", "32"}) {
+  for (const char* bad : {"--bogus", "--enable-lro", "--burst-size=32", "32"}) {
     const std::string e = app_error(argv({bad}));
     EXPECT_HAS(e, std::string("'") + bad + "'");
     EXPECT_HAS(e, "--forward-mode");

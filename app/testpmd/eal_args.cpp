@@ -73,7 +73,7 @@ constexpr std::string_view satisfied_flags[] = {
     "--no-pci",               // there is no PCI bus: every port is a virtual device
     "--in-memory",            // we create no runtime files
     "--single-file-segments", // the arena is always a single memfd
-    "--no-shconf", "--no-telemetry", "--no-hpet", "--legacy-mem",
+    "--no-shconf", "--no-hpet", "--legacy-mem",
 };
 constexpr std::string_view satisfied_with_value[] = {
     "-n",              // memory channels: a placement hint for hardware we do not use
@@ -119,6 +119,8 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
       main_set = true;
     } else if (c.take("--vdev", v)) {
       o.vdevs.push_back(v);
+    } else if (c.take("--no-telemetry", v, false)) {
+      o.telemetry = false;
     } else if (c.take("--no-huge", v, false)) {
       o.huge = HugePolicy::never;
     } else if (c.take("-m", v)) {

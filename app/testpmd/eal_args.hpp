@@ -19,6 +19,7 @@ struct EalOptions {
   HugePolicy huge = HugePolicy::automatic;
   std::size_t memory_mb = 0;        // 0: sized from the pools
   std::string file_prefix = "rte";
+  bool telemetry = true;  // --no-telemetry: no telemetry socket
   LogLevel log_level = LogLevel::notice;
 };
 

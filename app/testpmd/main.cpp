@@ -14,6 +14,8 @@
 
 #include "app/testpmd/prompt.hpp"
 #include "app/testpmd/summary.hpp"
+#include "app/testpmd/telemetry.hpp"
+#include "app/testpmd/telemetry_metrics.hpp"
 #include "app/testpmd/testpmd.hpp"
 
 namespace {
@@ -106,7 +108,28 @@ int main(int argc, char** argv) {
   std::printf("TSC frequency: %llu Hz\n", static_cast<unsigned long long>(tsc_hz()));
   auto tp = Testpmd::create(std::move(*eal), std::move(*app));
   if (!tp) return usage_error(tp.error().message);
+  std::unique_ptr<TelemetryServer> telemetry;
+  if ((*tp)->eal().telemetry) {
+    // As DPDK's /eal/params: argv[0] and the EAL options; /eal/app_params: what follows "--".
+    std::vector<std::string> eal_params = {argv[0]};
+    eal_params.insert(eal_params.end(), eal_args.begin(), eal_args.end());
+    auto t = TelemetryServer::start(**tp, std::move(eal_params), app_args);
+    if (t) telemetry = std::move(*t);
+    else log(LogLevel::warning, "{} (running without telemetry)", t.error().message);
+  }
+  for (const auto& spec : (*tp)->app().captures)
+    if (auto ok = start_capture_option(**tp, spec); !ok) return usage_error(ok.error().message);
+  std::unique_ptr<MetricsServer> metrics;
+  if (!(*tp)->app().metrics_addr.empty()) {
+    auto m = MetricsServer::start(**tp, (*tp)->app().metrics_addr);
+    if (!m) return usage_error(m.error().message);
+    metrics = std::move(*m);
+    const std::string& addr = (*tp)->app().metrics_addr;
+    std::printf("Prometheus metrics on http://%s:%u/metrics\n", addr.substr(0, addr.rfind(':')).c_str(), metrics->port());
+  }
   const int rc = run(**tp);
+  metrics.reset();
+  telemetry.reset();  // before the ports stop: they read them
   (*tp)->stop_forwarding();
   const auto audit = (*tp)->shutdown();
   if (!audit) std::fprintf(stderr, "wirespeed-testpmd: error: %s\n", audit.error().message.c_str());

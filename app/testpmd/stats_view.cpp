@@ -7,13 +7,14 @@
 
 namespace ws::testpmd {
 
-void Testpmd::print_nic_stats(bool throughput) {
+void Testpmd::print_nic_stats(bool throughput, std::optional<std::uint16_t> only) {
   static constexpr const char* border = "########################";
   if (throughput && isatty(STDOUT_FILENO)) std::printf("\033[2J\033[1;1H");  // clear, as dpdk-testpmd
   std::printf("\nPort statistics ====================================");
   const std::uint64_t now = rdtsc();
   if (last_show_.size() != ports_.size()) last_show_.assign(ports_.size(), PortSnapshot{});
   for (std::size_t i = 0; i < ports_.size(); ++i) {
+    if (only && i != *only) continue;
     const PortStats s = ports_[i]->stats();
     std::printf("\n  %s NIC statistics for port %-2zu %s\n", border, i, border);
     std::printf("  RX-packets: %-10" PRIu64 " RX-missed: %-10" PRIu64 " RX-bytes:  %-" PRIu64 "\n", s.ipackets, s.imissed,
@@ -58,6 +59,13 @@ void Testpmd::print_forward_stats() const {
     }
     std::printf("  TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "TX-total: %-" PRIu64 "\n", s.opackets, dropped,
                 s.opackets + dropped);
+    if (fwd_config_.rx_ptype_counts) {  // rxonly --rx-ptype-counts
+      std::printf("  Packet types:");
+      const auto counts = ptype_counts(i);
+      for (std::size_t k = 0; k < counts.size(); ++k)
+        if (counts[k]) std::printf(" %s %" PRIu64, std::string(ptype_class_names[k]).c_str(), counts[k]);
+      std::printf("\n");
+    }
     std::printf("  %s--------------------------------%s\n", border, border);
     rx += s.ipackets;
     rx_dropped += s.imissed;

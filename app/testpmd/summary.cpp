@@ -31,6 +31,12 @@ Result<void> write_summary(const Testpmd& tp, const std::string& path, bool pool
                      {"rx_errors", s.ierrors},
                      {"tx_errors", s.oerrors},
                      {"rx_nombuf", s.rx_nombuf}});
+    if (tp.fwd_config().rx_ptype_counts) {  // rxonly --rx-ptype-counts
+      json types = json::object();
+      const auto counts = tp.ptype_counts(i);
+      for (std::size_t k = 0; k < counts.size(); ++k) types[std::string(ptype_class_names[k])] = counts[k];
+      ports.back()["ptypes"] = types;
+    }
   }
   const std::uint64_t pkts = tp.forwarded_packets();
   const double mpps = seconds > 0 ? static_cast<double>(pkts) / seconds / 1e6 : 0.0;
@@ -47,7 +53,9 @@ Result<void> write_summary(const Testpmd& tp, const std::string& path, bool pool
               {"tx_packets", t.tx},
               {"fwd_dropped", t.dropped},
               {"generated", t.generated},
-              {"consumed", t.consumed}}},
+              {"consumed", t.consumed},
+              {"bad_ip_csum", t.bad_ip_csum},
+              {"bad_l4_csum", t.bad_l4_csum}}},
             {"accounting_exact", accounting_exact(t)},
             {"mpps", mpps},
             {"rx_mpps", seconds > 0 ? static_cast<double>(t.rx) / seconds / 1e6 : 0.0},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/testpmd/prompt/verbose_port.hpp"
 #include "ws/core/log.hpp"
 #include "ws/drivers/builtin.hpp"
 
@@ -125,12 +126,22 @@ Result<void> Testpmd::setup_streams() {
   for (auto l : app_.txpkts) fwd_config_.tx_pkt_length += l;
   fwd_config_.flowgen_clones = app_.flowgen_clones;
   fwd_config_.flowgen_flows = app_.flowgen_flows;
+  fwd_config_.rx_cksum = app_.enable_rx_cksum;
+  fwd_config_.rss_types = app_.rss_types;
+  static const Toeplitz default_rss_key;  // Microsoft's key, as dpdk-testpmd's default
+  fwd_config_.rss_key = &default_rss_key;
   for (std::size_t p = 0; p < max_ports; ++p) {
     // dpdk-testpmd's default peer: 02:00:00:00:00:<port>
     fwd_config_.peer_mac[p] = MacAddress{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(p)}};
     if (p < ports_.size()) fwd_config_.port_mac[p] = ports_[p]->mac();
   }
   for (const auto& [port, mac] : app_.eth_peers) fwd_config_.peer_mac[port] = mac;
+  fwd_config_.rx_ptype_counts = app_.rx_ptype_counts;
+  for (const auto& [port, ip] : app_.icmpecho_ips) {  // port max_ports: every port
+    for (std::size_t p = 0; p < max_ports; ++p)
+      if (port == p || (port == max_ports && !app_.icmpecho_ips.contains(static_cast<std::uint16_t>(p))))
+        fwd_config_.icmpecho_ip_be[p] = ip;
+  }
   // As dpdk-testpmd's rss_fwd_config_setup: queue-major, port-minor, over min(rxq, txq)
   // queues with TX queue = RX queue, so that no two streams (and lcores) share a TX queue.
   const std::uint16_t queues = std::min(app_.rxq, app_.txq);
@@ -169,10 +180,17 @@ Result<void> Testpmd::set_forward_mode(std::string_view mode) {
 Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
   if (forwarding()) return fail("packet forwarding already started");
   if (auto ok = check_mode_fits(*engine_, app_); !ok) return ok;
+  if (reconfig_pending()) return fail("a port configuration is pending: run 'port start all' first");
+  // verbose > 0: streams receive through proxies that print each packet; otherwise straight
+  // from the port, so the plain loop carries no verbose check.
+  verbose_rx_.clear();
+  for (auto& p : ports_) verbose_rx_.push_back(verbose_ ? make_verbose_rx_port(*p, verbose_) : nullptr);
   for (auto& s : streams_) {
+    s->rx_port = rx_source(s->rx_port_id);
     for (Counter* c : {&s->rx_packets, &s->tx_packets, &s->fwd_dropped, &s->generated, &s->consumed, &s->busy_cycles,
-                       &s->busy_bursts})
+                       &s->busy_bursts, &s->rx_bad_ip_csum, &s->rx_bad_l4_csum})
       c->reset();
+    for (Counter& c : s->ptypes) c.reset();
   }
   start_.clear();
   for (auto& p : ports_) start_.push_back({p->stats(), rdtsc()});
@@ -181,33 +199,17 @@ Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
   const Engine tx = txonly_engine();
   for (unsigned b = 0; b < tx_first_bursts; ++b)
     for (auto& s : streams_) tx.forward_once(*s);
-  std::vector<unsigned> fwd_ids;
-  for (const auto& l : eal_.lcores)
-    if (l.id != eal_.main_lcore) fwd_ids.push_back(l.id);
   fwd_lcores_.clear();
-  for (unsigned i = 0; i < fwd_core_count_; ++i) {
+  for (const CorePlan& plan : core_plan()) {
     auto lc = std::make_unique<FwdLcore>();
-    lc->lcore_id = fwd_ids[i];
+    lc->lcore_id = plan.lcore_id;
     lc->record_cycles = app_.record_core_cycles;
+    lc->streams = plan.streams;
     fwd_lcores_.push_back(std::move(lc));
-  }
-  // Spread streams over lcores as dpdk-testpmd: the last lcores take one extra when uneven.
-  const std::size_t per = streams_.size() / fwd_core_count_;
-  const std::size_t extra = streams_.size() % fwd_core_count_;
-  std::size_t sm = 0;
-  for (unsigned i = 0; i < fwd_core_count_; ++i) {
-    const std::size_t take = per + (i >= fwd_core_count_ - extra ? 1 : 0);
-    for (std::size_t k = 0; k < take; ++k) fwd_lcores_[i]->streams.push_back(streams_[sm++].get());
   }
   start_tsc_ = rdtsc();
   stop_tsc_ = 0;
-  for (auto& lc : fwd_lcores_) {
-    const auto cfg = *std::find_if(eal_.lcores.begin(), eal_.lcores.end(),
-                                   [&](const LcoreConfig& l) { return l.id == lc->lcore_id; });
-    FwdLcore* raw = lc.get();
-    LcoreLoopFn loop = engine_->loop;
-    lcores_.emplace_back(cfg, [raw, loop] { loop(*raw); });
-  }
+  launch_lcores();
   std::printf("%s packet forwarding - ports=%zu - cores=%u - streams=%zu - NUMA support enabled, MP allocation mode: native\n",
               std::string(engine_->name).c_str(), app_.nb_ports ? *app_.nb_ports : ports_.size(), fwd_core_count_,
               streams_.size());
@@ -227,6 +229,14 @@ void Testpmd::stop_forwarding() {
   std::fflush(stdout);
 }
 
+std::array<std::uint64_t, ptype_class_names.size()> Testpmd::ptype_counts(std::size_t port) const {
+  std::array<std::uint64_t, ptype_class_names.size()> out{};
+  for (const auto& s : streams_)
+    if (s->rx_port_id == port)
+      for (std::size_t k = 0; k < out.size(); ++k) out[k] += s->ptypes[k].read();
+  return out;
+}
+
 FwdTotals Testpmd::totals() const {
   FwdTotals t;
   for (const auto& s : streams_) {
@@ -235,6 +245,8 @@ FwdTotals Testpmd::totals() const {
     t.dropped += s->fwd_dropped.read();
     t.generated += s->generated.read();
     t.consumed += s->consumed.read();
+    t.bad_ip_csum += s->rx_bad_ip_csum.read();
+    t.bad_l4_csum += s->rx_bad_l4_csum.read();
     t.busy_cycles += s->busy_cycles.read();
   }
   return t;
@@ -257,6 +269,7 @@ Result<void> Testpmd::shutdown() {
   shut_down_ = true;
   if (!pool_) return {};  // create() failed before the pool (and so any port) existed
   stop_forwarding();
+  rx_taps_.clear();  // closes capture files
   for (auto& p : ports_) {
     std::printf("\nStopping port %u...\n", p->id());
     p->stop();
@@ -269,6 +282,214 @@ Result<void> Testpmd::shutdown() {
   if (leaked_ != 0)
     return fail("mbuf pool audit: {} of {} mbufs were not returned to pool mb_pool_0", leaked_, pool_->mempool().count());
   return {};
+}
+
+}  // namespace ws::testpmd
+
+namespace ws::testpmd {
+
+std::vector<CorePlan> Testpmd::core_plan() const {
+  std::vector<unsigned> fwd_ids;
+  for (const auto& l : eal_.lcores)
+    if (l.id != eal_.main_lcore) fwd_ids.push_back(l.id);
+  std::vector<CorePlan> plan;
+  if (fwd_core_count_ == 0) return plan;
+  // Spread streams over lcores as dpdk-testpmd: the last lcores take one extra when uneven.
+  const std::size_t per = streams_.size() / fwd_core_count_;
+  const std::size_t extra = streams_.size() % fwd_core_count_;
+  std::size_t sm = 0;
+  for (unsigned i = 0; i < fwd_core_count_; ++i) {
+    CorePlan c{fwd_ids[i], {}};
+    const std::size_t take = per + (i >= fwd_core_count_ - extra ? 1 : 0);
+    for (std::size_t k = 0; k < take; ++k) c.streams.push_back(streams_[sm++].get());
+    plan.push_back(std::move(c));
+  }
+  return plan;
+}
+
+// dpdk-testpmd's message for settings the lcores read while they run.
+static Result<void> refuse_while_forwarding(bool forwarding) {
+  if (forwarding) return fail("Please stop forwarding first");
+  return {};
+}
+
+Result<void> Testpmd::set_burst(std::uint16_t n) {
+  if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
+  if (n == 0 || n > max_burst) return fail("burst {} out of range, accepted [1, {}]", n, max_burst);
+  app_.burst = fwd_config_.burst = n;
+  return {};
+}
+
+Result<void> Testpmd::set_nb_cores(unsigned n) {
+  if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
+  const unsigned available = static_cast<unsigned>(eal_.lcores.size() - 1);
+  if (n == 0 || n > available)
+    return fail("nbcore {}: accepted [1, {}] (the forwarding lcores given with -l/--lcores)", n, available);
+  app_.nb_cores = n;
+  fwd_core_count_ = std::min<unsigned>(n, static_cast<unsigned>(streams_.size()));
+  if (fwd_core_count_ < n)
+    std::printf("Warning: only %zu streams to poll: using %u forwarding cores\n", streams_.size(), fwd_core_count_);
+  return {};
+}
+
+Result<void> Testpmd::set_txpkts(std::string_view lengths) {
+  if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
+  // The command-line parser holds the rules (segment count, header room, mbuf fit).
+  const std::vector<std::string> args = {"--txpkts=" + std::string(lengths), fmt::format("--mbuf-size={}", app_.mbuf_size)};
+  auto parsed = parse_app_args(args);
+  if (!parsed) return std::unexpected(parsed.error());
+  AppOptions next = app_;
+  next.txpkts = parsed->txpkts;
+  if (auto ok = check_mode_fits(*engine_, next); !ok) return ok;
+  app_.txpkts = fwd_config_.txpkts = next.txpkts;
+  fwd_config_.tx_pkt_length = 0;
+  for (auto l : app_.txpkts) fwd_config_.tx_pkt_length += l;
+  for (auto& s : streams_) s->udp_header = udp_frame_header(fwd_config_, s->tx_port_id, fwd_config_.tx_pkt_length);
+  return {};
+}
+
+Result<void> Testpmd::set_flowgen_clones(std::uint16_t n) {
+  if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
+  if (n > max_burst) return fail("flowgen clones {} out of range, accepted [0, {}]", n, max_burst);
+  app_.flowgen_clones = fwd_config_.flowgen_clones = n;
+  return {};
+}
+
+Result<void> Testpmd::set_promiscuous(std::optional<std::uint16_t> port, bool on) {
+  for (auto& p : ports_)
+    if (!port || p->id() == *port)
+      if (auto ok = p->set_promiscuous(on); !ok) return ok;
+  return {};
+}
+
+Result<void> Testpmd::stop_ports(std::optional<std::uint16_t> port) {
+  // As dpdk-testpmd: a port in the forwarding configuration is not pulled from under the lcores.
+  if (forwarding()) return fail("Please stop forwarding first");
+  std::printf("Stopping ports...\n");
+  for (auto& p : ports_)
+    if (!port || p->id() == *port) p->stop();
+  std::printf("Done\n");
+  return {};
+}
+
+Result<void> Testpmd::reconfigure_port(Port& p) {
+  const std::string where = fmt::format("port {} ({})", p.id(), p.name());
+  p.release_mbufs();
+  if (auto ok = p.configure({app_.rxq, app_.txq}); !ok) return ok;
+  for (std::uint16_t q = 0; q < app_.rxq; ++q)
+    if (auto ok = p.setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
+  for (std::uint16_t q = 0; q < app_.txq; ++q)
+    if (auto ok = p.setup_tx_queue(q, {app_.txd}); !ok) return with_context(ok.error(), where);
+  return {};
+}
+
+Result<void> Testpmd::start_ports(std::optional<std::uint16_t> port) {
+  if (forwarding()) return fail("Please stop forwarding first");
+  reconfig_.resize(ports_.size(), false);
+  bool rebuilt = false;
+  for (auto& p : ports_) {
+    if (port && p->id() != *port) continue;
+    if (reconfig_[p->id()]) {
+      std::printf("Configuring Port %u (socket 0)\n", p->id());
+      if (auto ok = reconfigure_port(*p); !ok) return ok;
+      reconfig_[p->id()] = false;
+      rebuilt = true;
+    }
+    if (auto ok = p->start(); !ok) return ok;
+    std::printf("Port %u: %s\n", p->id(), p->mac().to_string().c_str());
+  }
+  // Streams name queues: rebuild them once every port carries the new queue counts.
+  if (rebuilt && !reconfig_pending()) {
+    streams_.clear();
+    if (auto ok = setup_streams(); !ok) return ok;
+  }
+  std::printf("Done\n");
+  return {};
+}
+
+Result<void> Testpmd::set_port_queues(std::string_view what, std::uint16_t n) {
+  for (auto& p : ports_)
+    if (p->started()) return fail("Please stop all ports first (port {} is started)", p->id());
+  std::uint16_t AppOptions::*field = nullptr;
+  std::uint16_t max = 65535;
+  if (what == "rxq") field = &AppOptions::rxq, max = port_max_queues;
+  else if (what == "txq") field = &AppOptions::txq, max = port_max_queues;
+  else if (what == "rxd") field = &AppOptions::rxd;
+  else if (what == "txd") field = &AppOptions::txd;
+  else return fail("port config all {}: accepted rxq, txq, rxd, txd", what);
+  if (n == 0 || n > max) return fail("port config all {} {}: accepted [1, {}]", what, n, max);
+  app_.*field = n;
+  reconfig_.assign(ports_.size(), true);
+  return {};
+}
+
+bool Testpmd::reconfig_pending() const {
+  return std::find(reconfig_.begin(), reconfig_.end(), true) != reconfig_.end();
+}
+
+void Testpmd::clear_port_stats(std::uint16_t port) {
+  ports_[port]->reset_stats();
+  // Forward statistics and throughput are differences from these snapshots: restart them at 0.
+  if (port < start_.size()) start_[port] = {};
+  if (port < last_show_.size()) last_show_[port] = {};
+}
+
+}  // namespace ws::testpmd
+
+namespace ws::testpmd {
+
+void Testpmd::launch_lcores() {
+  for (auto& lc : fwd_lcores_) {
+    const auto cfg = *std::find_if(eal_.lcores.begin(), eal_.lcores.end(),
+                                   [&](const LcoreConfig& l) { return l.id == lc->lcore_id; });
+    FwdLcore* raw = lc.get();
+    LcoreLoopFn loop = engine_->loop;
+    lcores_.emplace_back(cfg, [raw, loop] { loop(*raw); });
+  }
+}
+
+Port* Testpmd::rx_source(std::uint16_t port) const {
+  if (port < rx_taps_.size() && rx_taps_[port]) return rx_taps_[port].get();
+  if (port < verbose_rx_.size() && verbose_rx_[port]) return verbose_rx_[port].get();
+  return ports_[port].get();
+}
+
+template <class F>
+void Testpmd::with_lcores_paused(F change) {
+  // Streams are read-only while lcores run: join them, change, relaunch. Counters and the
+  // forwarding start time are kept, and packets wait in their queues meanwhile.
+  const bool running = forwarding();
+  if (running) {
+    for (auto& lc : fwd_lcores_) lc->stop.store(true, std::memory_order_relaxed);
+    lcores_.clear();  // joins
+  }
+  change();
+  if (running) {
+    for (auto& lc : fwd_lcores_) lc->stop.store(false, std::memory_order_relaxed);
+    launch_lcores();
+  }
+}
+
+std::unique_ptr<Port> Testpmd::swap_rx_tap(std::uint16_t port, std::unique_ptr<Port> tap) {
+  rx_taps_.resize(ports_.size());
+  with_lcores_paused([&] {
+    std::swap(rx_taps_[port], tap);
+    for (auto& s : streams_) s->rx_port = rx_source(s->rx_port_id);
+  });
+  return tap;
+}
+
+void Testpmd::set_verbose(unsigned level) {
+  if (!forwarding()) {
+    verbose_ = level;  // start_forwarding builds the proxies
+    return;
+  }
+  with_lcores_paused([&] {
+    verbose_ = level;
+    verbose_rx_.clear();
+    for (auto& p : ports_) verbose_rx_.push_back(verbose_ ? make_verbose_rx_port(*p, verbose_) : nullptr);
+    for (auto& s : streams_) s->rx_port = rx_source(s->rx_port_id);
+  });
 }
 
 }  // namespace ws::testpmd

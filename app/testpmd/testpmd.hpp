@@ -2,6 +2,8 @@
 // start/stop/teardown sequence. main.cpp parses the command line and drives it.
 #pragma once
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "app/testpmd/app_args.hpp"
@@ -19,8 +21,15 @@ struct PortSnapshot {
   std::uint64_t tsc = 0;
 };
 
+// One forwarding lcore and the streams it polls, as start_forwarding assigns them.
+struct CorePlan {
+  unsigned lcore_id = 0;
+  std::vector<Stream*> streams;
+};
+
 struct FwdTotals {
   std::uint64_t rx = 0, tx = 0, dropped = 0, generated = 0, consumed = 0, busy_cycles = 0;
+  std::uint64_t bad_ip_csum = 0, bad_l4_csum = 0;  // csum mode
 };
 
 class Testpmd {
@@ -35,13 +44,43 @@ class Testpmd {
   bool forwarding() const { return !lcores_.empty(); }
   Result<void> set_forward_mode(std::string_view mode);
 
-  void print_nic_stats(bool throughput);
+  void print_nic_stats(bool throughput, std::optional<std::uint16_t> only = std::nullopt);  // only: one port
   void print_forward_stats() const;
   void print_fwd_config() const;
   // Stops ports, returns every mbuf and checks the pool; error if any mbuf is missing.
   Result<void> shutdown();
 
+  // ---- run-time settings (prompt, control thread). Those that change what the lcores read
+  // refuse while forwarding runs; port settings refuse unless the ports are stopped. ----
+  Result<void> set_burst(std::uint16_t n);
+  Result<void> set_nb_cores(unsigned n);
+  Result<void> set_txpkts(std::string_view lengths);  // "64" or "64,128,..." as --txpkts
+  Result<void> set_flowgen_clones(std::uint16_t n);
+  // > 0: every received packet's headers are printed (applied at once if forwarding runs).
+  void set_verbose(unsigned level);
+  unsigned verbose() const { return verbose_; }
+  Result<void> set_promiscuous(std::optional<std::uint16_t> port, bool on);  // nullopt: all
+  Result<void> stop_ports(std::optional<std::uint16_t> port);
+  // Starts ports, first applying a pending "port config" (queues rebuilt, streams redone).
+  Result<void> start_ports(std::optional<std::uint16_t> port);
+  // what: rxq, txq, rxd or txd; applied to every port at its next start. Ports stopped.
+  Result<void> set_port_queues(std::string_view what, std::uint16_t n);
+  void clear_port_stats(std::uint16_t port);
+  std::vector<CorePlan> core_plan() const;
+  // Puts `tap` (a proxy receiving from `port`, e.g. a capture) in front of the port for every
+  // stream, pausing the lcores for the swap if they run; nullptr removes it. Returns the old one.
+  std::unique_ptr<Port> swap_rx_tap(std::uint16_t port, std::unique_ptr<Port> tap);
+  const Port* rx_tap(std::uint16_t port) const { return port < rx_taps_.size() ? rx_taps_[port].get() : nullptr; }
+  const FwdConfig& fwd_config() const { return fwd_config_; }
+  const std::vector<std::unique_ptr<Stream>>& streams() const { return streams_; }
+  bool reconfig_pending() const;
+  // Held by whoever runs a control operation (the prompt, the telemetry thread), so that one
+  // never reads a port another is reconfiguring.
+  std::mutex& control_mutex() { return control_mutex_; }
+
   FwdTotals totals() const;
+  // rxonly --rx-ptype-counts: packets of each ptype_class_names class received on `port`.
+  std::array<std::uint64_t, ptype_class_names.size()> ptype_counts(std::size_t port) const;
   const std::vector<std::unique_ptr<Port>>& ports() const { return ports_; }
   const EalOptions& eal() const { return eal_; }
   const AppOptions& app() const { return app_; }
@@ -58,6 +97,12 @@ class Testpmd {
   Result<void> create_memory();
   Result<void> create_ports();
   Result<void> setup_streams();
+  Result<void> reconfigure_port(Port& p);
+  void launch_lcores();
+  // Joins the lcores if they run, calls `change` (which may rebind streams), relaunches them.
+  template <class F>
+  void with_lcores_paused(F change);
+  Port* rx_source(std::uint16_t port) const;  // capture tap, else verbose proxy, else the port
 
   EalOptions eal_;
   AppOptions app_;
@@ -77,6 +122,11 @@ class Testpmd {
   std::uint64_t stop_tsc_ = 0;
   std::uint64_t leaked_ = 0;
   bool shut_down_ = false;
+  unsigned verbose_ = 0;
+  std::vector<bool> reconfig_;                     // per port: "port config" not yet applied
+  std::vector<std::unique_ptr<Port>> verbose_rx_;  // per port: printing RX proxies (verbose > 0)
+  std::vector<std::unique_ptr<Port>> rx_taps_;     // per port: capture proxies
+  std::mutex control_mutex_;
 };
 
 }  // namespace ws::testpmd

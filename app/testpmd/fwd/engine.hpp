@@ -13,6 +13,7 @@
 #include "ws/core/cpu.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/net/ether.hpp"
+#include "ws/net/rss.hpp"
 #include "ws/port/port.hpp"
 
 namespace ws::testpmd {
@@ -21,6 +22,19 @@ inline constexpr std::size_t max_ports = 64;
 inline constexpr std::uint16_t max_burst_slots = 512;  // dpdk-testpmd's MAX_PKT_BURST
 inline constexpr std::size_t udp_header_bytes = 42;    // Ethernet + IPv4 + UDP
 
+// csum engine: per layer, recompute in software (false) or request the TX port's offload
+// (true) -- the knobs of `csum set ip|udp|tcp hw|sw <port>`.
+struct CsumConfig {
+  bool ip_hw = false;
+  bool udp_hw = false;
+  bool tcp_hw = false;
+};
+
+// rxonly --rx-ptype-counts: packet-type classes counted per stream (ws/net/ptype.hpp's walk).
+// A packet counts once in its L2 class, once in its L3 class if any, once in its L4 class if any.
+inline constexpr std::array<std::string_view, 11> ptype_class_names = {
+    "ether", "arp", "vlan", "ipv4", "ipv6", "tcp", "udp", "icmp", "frag", "vxlan", "unknown"};
+
 // Read-only while forwarding runs.
 struct FwdConfig {
   std::uint16_t burst = 32;
@@ -28,8 +42,14 @@ struct FwdConfig {
   std::uint32_t tx_pkt_length = 64;
   std::uint16_t flowgen_clones = 0;
   std::uint32_t flowgen_flows = 1024;
+  CsumConfig csum{};
+  bool rx_cksum = false;             // --enable-rx-cksum: verify in software where ports give no verdict
+  std::uint32_t rss_types = 0;       // --rss-ip / --rss-udp (rss_type::*): software hash in csum mode
+  const Toeplitz* rss_key = nullptr;  // set when rss_types != 0
   std::array<MacAddress, max_ports> port_mac{};  // our ports' addresses
   std::array<MacAddress, max_ports> peer_mac{};  // --eth-peer, default 02:00:00:00:00:<port>
+  std::array<std::uint32_t, max_ports> icmpecho_ip_be{};  // --icmpecho-ip; 0: icmpecho answers any address
+  bool rx_ptype_counts = false;  // --rx-ptype-counts: rxonly classifies and counts packet types
 };
 
 struct alignas(cache_line_bytes) Stream {
@@ -52,8 +72,11 @@ struct alignas(cache_line_bytes) Stream {
   Counter fwd_dropped;  // taken from RX or generated, not accepted by TX, freed
   Counter generated;    // built by txonly/flowgen
   Counter consumed;     // received and freed on purpose (rxonly, flowgen's RX side)
+  Counter rx_bad_ip_csum;  // csum: packets whose IPv4 header checksum was bad on RX
+  Counter rx_bad_l4_csum;  // csum: packets whose TCP/UDP checksum was bad on RX
   Counter busy_cycles;  // --record-core-cycles: TSC cycles in bursts that moved packets
   Counter busy_bursts;
+  std::array<Counter, ptype_class_names.size()> ptypes;  // rxonly --rx-ptype-counts
 };
 
 struct FwdLcore {
@@ -139,6 +162,9 @@ Engine macswap_engine();
 Engine flowgen_engine();
 Engine txonly_engine();
 Engine rxonly_engine();
+Engine csum_engine();
+Engine fivetswap_engine();
+Engine icmpecho_engine();
 
 // Every engine, in the order help lists them.
 std::span<const Engine> all_engines();

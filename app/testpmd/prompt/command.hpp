@@ -1,0 +1,50 @@
+// The prompt's command table: each group file (run_cmds.cpp, show_cmds.cpp, set_cmds.cpp,
+// port_cmds.cpp) lists its commands once, and that list drives parsing, argument checks, help
+// and tab completion.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/testpmd/testpmd.hpp"
+
+namespace ws::testpmd {
+
+using CommandFn = Result<void> (*)(Testpmd&, std::span<const std::string> args);
+
+struct Command {
+  std::vector<std::string_view> words;  // fixed leading words: {"show", "port", "stats"}
+  // Arguments, space separated: "a|b" one of the literals, "<name>" a value, "[...]" optional,
+  // "<name>..." (last) the rest of the line.
+  // A position made only of literals accepts nothing else.
+  std::string_view args;
+  std::string_view help;
+  CommandFn run;  // nullptr: quit
+};
+
+std::span<const Command> run_commands();      // start, stop, quit, help
+std::span<const Command> show_commands();     // show ..., clear port stats
+std::span<const Command> set_commands();      // set ...
+std::span<const Command> port_commands();     // port ...
+std::span<const Command> capture_commands();  // capture start|stop
+// Every command, in help order.
+const std::vector<Command>& all_commands();
+
+// Shared argument parsers; errors say what is accepted.
+Result<std::uint64_t> parse_number(std::string_view what, std::string_view text, std::uint64_t min, std::uint64_t max);
+// "all" -> nullopt, else a port id that exists.
+Result<std::optional<std::uint16_t>> parse_port(const Testpmd& tp, std::string_view text);
+// Ports selected by "all" or an id, in order.
+std::vector<std::uint16_t> selected_ports(const Testpmd& tp, std::optional<std::uint16_t> port);
+// "show port stats all" as a usage line.
+std::string usage_of(const Command& c);
+
+}  // namespace ws::testpmd
+
+namespace ws::testpmd {
+// "help": every command, or those whose first word is `group`.
+void print_help(std::string_view group);
+}  // namespace ws::testpmd
