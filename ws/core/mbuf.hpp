@@ -8,9 +8,11 @@
 // (`next`, `nb_segs` and `pkt_len` on the first). A clone is an "indirect" mbuf pointing at a
 // direct mbuf's buffer, which stays alive through the direct mbuf's reference count.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 
@@ -176,6 +178,41 @@ class PktmbufPool {
 
   // Clone packet `m`: a chain of indirect mbufs from this pool sharing m's buffers.
   Mbuf* clone(Mbuf* m) noexcept;
+
+  // Copy `len` bytes into a new packet: one mbuf, or a chain when the bytes exceed one mbuf's
+  // data room (as DPDK's jumbo RX paths). nullptr, with nothing held, when the pool runs dry.
+  // Lock-free (see Mempool); for drivers that receive into their own memory (pcap, af_packet).
+  Mbuf* copy_in(const std::uint8_t* data, std::uint32_t len, std::uint16_t port) noexcept {
+    Mbuf* head = nullptr;
+    Mbuf* tail = nullptr;
+    std::uint32_t done = 0;
+    do {
+      Mbuf* m = nullptr;
+      if (!raw_alloc_bulk(std::span<Mbuf*>(&m, 1))) [[unlikely]] {
+        if (head) mbuf_free(head);
+        return nullptr;
+      }
+      m->data_off = m->headroom_default;
+      m->ol_flags = 0;
+      m->packet_type = 0;
+      m->vlan_tci = 0;
+      m->tx_offload = 0;
+      m->port = port;
+      const auto chunk = static_cast<std::uint16_t>(std::min<std::uint32_t>(m->buf_len - m->data_off, len - done));
+      std::memcpy(m->data(), data + done, chunk);
+      m->data_len = chunk;
+      done += chunk;
+      if (head) {
+        tail->next = m;
+        ++head->nb_segs;
+      } else {
+        head = m;  // free mbufs hold nb_segs == 1 and next == nullptr
+      }
+      tail = m;
+    } while (done < len);
+    head->pkt_len = len;
+    return head;
+  }
 
   Mempool& mempool() noexcept { return *pool_; }
   const Mempool& mempool() const noexcept { return *pool_; }

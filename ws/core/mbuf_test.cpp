@@ -179,6 +179,29 @@ TEST_F(MbufTest, AdjAndTrimRefuseBeyondTheData) {
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 
+TEST_F(MbufTest, CopyInChainsWhatExceedsOneMbuf) {
+  std::vector<std::uint8_t> bytes(5000);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7);
+  Mbuf* m = pool_->copy_in(bytes.data(), 5000, 3);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->pkt_len, 5000u);
+  EXPECT_EQ(m->nb_segs, 3);  // 2048 + 2048 + 904 bytes of data room
+  EXPECT_EQ(m->port, 3);
+  std::vector<std::uint8_t> back;
+  for (Mbuf* s = m; s; s = s->next) back.insert(back.end(), s->data(), s->data() + s->data_len);
+  EXPECT_EQ(back, bytes);
+  mbuf_free(m);
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+TEST_F(MbufTest, CopyInGivesBackEverythingWhenThePoolRunsDry) {
+  auto small = make("pool_small", 2);
+  ASSERT_TRUE(small);
+  std::vector<std::uint8_t> bytes(5000, 0xab);
+  EXPECT_EQ(small->copy_in(bytes.data(), 5000, 0), nullptr) << "needs 3 mbufs, the pool has 2";
+  EXPECT_EQ(small->in_use(), 0u);
+}
+
 TEST_F(MbufTest, ChainsAddSegmentsAndFreeAsOne) {
   Mbuf* a = packet(*pool_, 100, 1);
   Mbuf* b = packet(*pool_, 200, 2);

@@ -16,39 +16,6 @@
 
 namespace ws::af_packet_pmd {
 
-// Copies a received frame into one mbuf, or a chain when it exceeds one mbuf's room.
-inline Mbuf* copy_in(PktmbufPool& pool, const std::uint8_t* data, std::uint32_t len, std::uint16_t port) noexcept {
-  Mbuf* head = nullptr;
-  Mbuf* tail = nullptr;
-  std::uint32_t done = 0;
-  do {
-    Mbuf* m = nullptr;
-    if (!pool.raw_alloc_bulk(std::span<Mbuf*>(&m, 1))) [[unlikely]] {
-      if (head) mbuf_free(head);
-      return nullptr;
-    }
-    m->data_off = m->headroom_default;
-    m->ol_flags = 0;
-    m->packet_type = 0;
-    m->vlan_tci = 0;
-    m->tx_offload = 0;
-    m->port = port;
-    const auto chunk = static_cast<std::uint16_t>(std::min<std::uint32_t>(m->buf_len - m->data_off, len - done));
-    std::memcpy(m->data(), data + done, chunk);
-    m->data_len = chunk;
-    done += chunk;
-    if (head) {
-      tail->next = m;
-      ++head->nb_segs;
-    } else {
-      head = m;
-    }
-    tail = m;
-  } while (done < len);
-  head->pkt_len = len;
-  return head;
-}
-
 struct alignas(cache_line_bytes) RxQueue : QueueBase {
   std::uint8_t* ring = nullptr;  // mmap of the PACKET_RX_RING
   std::uint32_t block_bytes = 0;
@@ -82,7 +49,7 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
         }
       }
       const auto* h = reinterpret_cast<const tpacket3_hdr*>(next_pkt);
-      Mbuf* m = copy_in(*pool, next_pkt + h->tp_mac, h->tp_snaplen, port);
+      Mbuf* m = pool->copy_in(next_pkt + h->tp_mac, h->tp_snaplen, port);
       if (!m) [[unlikely]] {
         counters.nombuf.add(1);
         break;  // the packet stays in the ring for the next call

@@ -12,43 +12,6 @@
 
 namespace ws::pcap_pmd {
 
-// Copies `len` bytes into a chain of mbufs from `pool` (segments when the packet exceeds one
-// mbuf's data room, as DPDK's eth_pcap_rx_jumbo). nullptr when the pool runs dry.
-inline Mbuf* copy_to_mbufs(PktmbufPool& pool, const std::uint8_t* data, std::uint32_t len,
-                           std::uint16_t port) noexcept {
-  Mbuf* head = nullptr;
-  Mbuf* tail = nullptr;
-  std::uint32_t done = 0;
-  do {
-    Mbuf* m = nullptr;
-    if (!pool.raw_alloc_bulk(std::span<Mbuf*>(&m, 1))) [[unlikely]] {
-      if (head) mbuf_free(head);
-      return nullptr;
-    }
-    m->data_off = m->headroom_default;
-    m->ol_flags = 0;
-    m->packet_type = 0;
-    m->vlan_tci = 0;
-    m->tx_offload = 0;
-    m->port = port;
-    const std::uint32_t room = m->buf_len - m->data_off;
-    const auto chunk = static_cast<std::uint16_t>(std::min(room, len - done));
-    std::memcpy(m->data(), data + done, chunk);
-    m->data_len = chunk;
-    done += chunk;
-    if (!head) {
-      head = m;
-      head->nb_segs = 1;
-    } else {
-      tail->next = m;
-      ++head->nb_segs;
-    }
-    tail = m;
-  } while (done < len);
-  head->pkt_len = len;
-  return head;
-}
-
 // A replay set for infinite_rx: every record of the file, in one buffer.
 struct Replay {
   std::vector<std::uint8_t> bytes;
@@ -79,7 +42,7 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
         file_done = true;
         break;
       }
-      Mbuf* m = copy_to_mbufs(*pool, data, hdr->caplen, port);
+      Mbuf* m = pool->copy_in(data, hdr->caplen, port);
       if (!m) [[unlikely]] {
         counters.nombuf.add(1);
         break;
@@ -100,7 +63,7 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
     for (; got < n; ++got) {
       const std::uint32_t off = replay->offsets[replay_next];
       const std::uint32_t len = replay->offsets[replay_next + 1] - off;
-      Mbuf* m = copy_to_mbufs(*pool, replay->bytes.data() + off, len, port);
+      Mbuf* m = pool->copy_in(replay->bytes.data() + off, len, port);
       if (!m) [[unlikely]] {
         counters.nombuf.add(1);
         break;
