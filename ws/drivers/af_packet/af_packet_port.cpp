@@ -46,6 +46,7 @@ struct Socket {
   int fd = -1;
   std::uint8_t* ring = nullptr;
   std::size_t ring_bytes = 0;
+  bool vnet = false;  // TX: PACKET_VNET_HDR is on
   void close() {
     if (ring) ::munmap(ring, ring_bytes);
     if (fd >= 0) ::close(fd);
@@ -227,6 +228,11 @@ Result<void> AfPacketPort::open_socket(Socket& s, bool rx, std::uint16_t queue) 
     ::setsockopt(s.fd, SOL_PACKET, PACKET_LOSS, &one, sizeof one);
     if (bypass_ && ::setsockopt(s.fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) != 0)
       return err("PACKET_QDISC_BYPASS", errno);
+    // Before the ring (the kernel refuses it after): lets each frame ask for a linear copy.
+    s.vnet = ::setsockopt(s.fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof one) == 0;
+    if (!s.vnet && queue == 0)
+      log(LogLevel::info, "{}: PACKET_VNET_HDR refused ({}): small packets are sent as ring-page fragments", name(),
+          errno_text(errno));
     tpacket_req req{};
     req.tp_block_size = geo_.block_bytes;
     req.tp_block_nr = geo_.block_count();
@@ -253,7 +259,6 @@ Result<void> AfPacketPort::open_socket(Socket& s, bool rx, std::uint16_t queue) 
     const int arg = group | ((PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG | PACKET_FANOUT_FLAG_ROLLOVER) << 16);
     if (::setsockopt(s.fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0) return err("PACKET_FANOUT", errno);
   }
-  (void)queue;
   return {};
 }
 
@@ -291,6 +296,7 @@ Result<void> AfPacketPort::setup_tx_queue(std::uint16_t queue, const TxQueueConf
   q.frames_per_block = geo_.frames_per_block();
   q.frame_count = geo_.block_count() * geo_.frames_per_block();
   q.frame = 0;
+  q.vnet_bytes = s.vnet ? af_packet_pmd::tx_vnet_bytes : 0;
   return {};
 }
 

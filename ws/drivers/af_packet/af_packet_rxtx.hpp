@@ -3,7 +3,14 @@
 //   (Documentation/networking/packet_mmap.rst: "TPACKET versions", "AF_PACKET TPACKET_V3 example")
 //
 //   RX ring:  [block 0: bd | pkt pkt pkt ...][block 1 ...] ...   block_status: KERNEL -> USER -> KERNEL
-//   TX ring:  [frame 0: hdr | data][frame 1] ...                  tp_status: AVAILABLE -> SEND_REQUEST
+//   TX ring:  [frame 0: hdr | vnet | data][frame 1] ...           tp_status: AVAILABLE -> SEND_REQUEST
+//
+// The TX socket has PACKET_VNET_HDR: each frame starts with a virtio_net_hdr whose hdr_len tells
+// the kernel how many bytes to copy into the skb's linear part (tpacket_snd). Without it the
+// kernel copies only the Ethernet header and attaches the rest as fragments of the ring's pages,
+// which every forwarding step that may not keep user pages (veth into another namespace, any
+// local delivery) copies again into freshly allocated pages (skb_copy_ubufs): for small packets
+// one linear copy is much cheaper.
 #pragma once
 #include <linux/if_packet.h>
 #include <sys/socket.h>
@@ -13,6 +20,7 @@
 
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
+#include "ws/virtio/net_hdr.hpp"
 
 namespace ws::af_packet_pmd {
 
@@ -73,6 +81,12 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
 
 // TPACKET_V2 frames carry data at TPACKET_ALIGN(sizeof(tpacket2_hdr)) (packet_mmap.rst, TX ring).
 inline constexpr std::uint32_t tx_data_offset = TPACKET_ALIGN(sizeof(tpacket2_hdr));
+// Packets up to this size are copied whole into the skb's linear part (see the top of the file);
+// larger ones keep the kernel's default (headers linear, the rest as ring-page fragments).
+inline constexpr std::uint16_t tx_linear_max = 512;
+// PACKET_VNET_HDR's header is the legacy virtio_net_hdr: ours without num_buffers, in host order.
+inline constexpr std::uint32_t tx_vnet_bytes = offsetof(virtio::NetHdr, num_buffers);
+static_assert(tx_vnet_bytes == 10);
 
 struct alignas(cache_line_bytes) TxQueue : QueueBase {
   int fd = -1;
@@ -82,6 +96,7 @@ struct alignas(cache_line_bytes) TxQueue : QueueBase {
   std::uint32_t frames_per_block = 0;
   std::uint32_t frame_count = 0;
   std::uint32_t frame = 0;  // next frame to fill
+  std::uint32_t vnet_bytes = 0;  // tx_vnet_bytes when the socket has PACKET_VNET_HDR, else 0
   TxQueueCounters counters;
 
   tpacket2_hdr* hdr(std::uint32_t i) const noexcept {
@@ -94,7 +109,7 @@ struct alignas(cache_line_bytes) TxQueue : QueueBase {
     std::uint16_t taken = 0;
     std::uint16_t queued = 0;
     std::uint64_t bytes = 0;
-    const std::uint32_t room = frame_bytes - tx_data_offset;
+    const std::uint32_t room = frame_bytes - tx_data_offset - vnet_bytes;
     for (; taken < n; ++taken) {
       Mbuf* m = pkts[taken];
       tpacket2_hdr* h = hdr(frame);
@@ -106,11 +121,17 @@ struct alignas(cache_line_bytes) TxQueue : QueueBase {
         continue;
       }
       std::uint8_t* dst = reinterpret_cast<std::uint8_t*>(h) + tx_data_offset;
+      if (vnet_bytes) {
+        virtio::NetHdr vh{};  // no checksum or GSO request: flags 0, gso_none
+        vh.hdr_len = static_cast<std::uint16_t>(m->pkt_len <= tx_linear_max ? m->pkt_len : 0);
+        std::memcpy(dst, &vh, tx_vnet_bytes);
+        dst += vnet_bytes;
+      }
       for (const Mbuf* s = m; s; s = s->next) {
         std::memcpy(dst, s->data(), s->data_len);
         dst += s->data_len;
       }
-      h->tp_len = m->pkt_len;
+      h->tp_len = m->pkt_len + vnet_bytes;
       // release: the frame's bytes are written before the kernel sees SEND_REQUEST.
       std::atomic_ref<std::uint32_t>(h->tp_status).store(TP_STATUS_SEND_REQUEST, std::memory_order_release);
       if (++frame == frame_count) frame = 0;
