@@ -116,6 +116,36 @@ class AfXdpCase(unittest.TestCase):
         self.assertGreater(port["rx_packets"], 0, where)
         self.assertEqual(port["rx_packets"] + port["rx_missed"] + k_drop, sent, where)
 
+    def receive_with(self, keys):
+        """rxonly on end B with extra device keys while end A sends; returns (received, stderr)."""
+        summary = os.path.join(self.tmp.name, "rx-keys.json")
+        rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--log-level=info",
+                         "--vdev", "net_af_xdp0,iface=wsxb" + keys, "--", "--summary-json", summary,
+                         "--forward-mode=rxonly", "--duration", "4"])
+        self.wait_xdp(rx)
+        self.send("net_af_packet0,iface=wsxa")
+        out, err = rx.communicate(timeout=30)
+        where = self.check(rx, out, err)
+        with open(summary) as f:
+            received = json.load(f)["ports"][0]["rx_packets"]
+        self.assertGreater(received, 0, where)
+        return err, where
+
+    def test_zero_copy_fallback_and_busy_poll(self):
+        # Defaults (native XDP, busy_budget=64): zero-copy is tried, veth refuses it with a log
+        # line, copy mode follows; busy polling is on, or off with a log line naming the option.
+        err, where = self.receive_with("")
+        self.assertIn("offers no AF_XDP zero-copy", where)
+        self.assertIn("copy mode", err, where)
+        self.assertTrue("preferred busy polling, budget 64" in err or
+                        re.search(r"refused SO_\w+ .*busy polling off", err), where)
+
+    def test_force_copy_without_busy_poll(self):
+        err, where = self.receive_with(",force_copy=1,busy_budget=0")
+        self.assertNotIn("zero-copy (", err, where)
+        self.assertIn("in copy mode", err, where)
+        self.assertNotIn("busy poll", err, where)
+
     def run_drop(self, prog, expect_dropped_all):
         before = ethtool_xdp(self.b, "wsxb")
         before_a = netns.link_stats(self.a, "wsxa")
@@ -163,6 +193,8 @@ class BadDevices(unittest.TestCase):
                            ("net_af_xdp0,iface=lo,xdp_prog=drop_some", ["xdp_prog", "drop_some"]),
                            ("net_af_xdp0,iface=lo,xdp_prog=drop_udp_dport:70000", ["xdp_prog", "drop_udp_dport"]),
                            ("net_af_xdp0,iface=lo,xdp_mode=turbo", ["xdp_mode", "turbo"]),
+                           ("net_af_xdp0,iface=lo,busy_budget=70000", ["busy_budget", "70000"]),
+                           ("net_af_xdp0,iface=lo,force_copy=maybe", ["force_copy", "maybe"]),
                            ("net_af_xdp0,iface=lo,xdp_prog=/nonexistent/x.o", ["xdp_prog", "cannot read"])):
             p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.1"],
                                capture_output=True, text=True, timeout=30)

@@ -23,7 +23,8 @@ namespace ws {
 namespace {
 
 // Keys named as DPDK's af_xdp PMD where the meaning is the same (iface, start_queue,
-// queue_count); xdp_mode and xdp_prog are ours (DPDK's xdp_prog takes only a file).
+// queue_count, busy_budget, force_copy); xdp_mode and xdp_prog are ours (DPDK's xdp_prog takes
+// only a file).
 constexpr std::array af_xdp_params = {
     ParamSpec{"iface", "string", "", "the interface (required)"},
     ParamSpec{"start_queue", "uint", "0", "first interface queue to bind"},
@@ -32,7 +33,16 @@ constexpr std::array af_xdp_params = {
     ParamSpec{"xdp_prog", "string", "redirect_all",
               "redirect_all | drop_all | drop_udp_dport:N (our program) or the path of a BPF object file "
               "with an XSKMAP called xsks_map"},
+    ParamSpec{"busy_budget", "uint", "64",
+              "preferred busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET): packets per busy poll, 0 = off; "
+              "if the kernel refuses, a log line and interrupt-driven mode"},
+    ParamSpec{"force_copy", "bool", "0",
+              "bind in copy mode; otherwise zero-copy is tried in native mode and copy mode used, with a log "
+              "line, when the driver offers none (veth offers none)"},
 };
+
+constexpr std::uint32_t max_busy_budget = 65535;  // the kernel's bound for SO_BUSY_POLL_BUDGET, as DPDK
+constexpr int busy_poll_timeout_us = 20;            // SO_BUSY_POLL, DPDK's ETH_AF_XDP_DFLT_BUSY_TIMEOUT
 
 constexpr std::uint32_t frame_bytes = 2048;                 // UMEM chunk (XSK_UMEM__MIN... aligned mode allows 2048)
 constexpr std::uint32_t ring_slots = 2048;                  // RX, TX, fill and completion rings
@@ -45,6 +55,12 @@ struct ProgChoice {
   std::string object_path;  // non-empty: a user's object file
 };
 
+struct Options {
+  bool skb_mode = false;
+  bool force_copy = false;
+  std::uint32_t busy_budget = 64;
+};
+
 struct QueueSocket {
   xsk_umem* umem = nullptr;
   xsk_socket* xsk = nullptr;
@@ -55,14 +71,16 @@ struct QueueSocket {
 
 class AfXdpPort final : public Port {
  public:
-  AfXdpPort(std::string name, std::string iface, int ifindex, std::uint32_t start, std::uint16_t count, bool skb,
+  AfXdpPort(std::string name, std::string iface, int ifindex, std::uint32_t start, std::uint16_t count, Options opt,
             ProgChoice prog)
       : Port(std::move(name), "net_af_xdp"),
         iface_(std::move(iface)),
         ifindex_(ifindex),
         start_queue_(start),
         queue_count_(count),
-        skb_mode_(skb),
+        skb_mode_(opt.skb_mode),
+        force_copy_(opt.force_copy),
+        busy_budget_(opt.busy_budget),
         prog_(std::move(prog)) {}
   ~AfXdpPort() override { close_all(); }
 
@@ -141,6 +159,8 @@ class AfXdpPort final : public Port {
  private:
   Result<void> load_program();
   Result<void> open_socket(std::uint16_t q);
+  Result<void> bind_socket(std::uint16_t q);
+  void configure_busy_poll(std::uint16_t q);
   std::array<std::uint64_t, 3> program_counters() const;
   static xdp_statistics socket_stats(const QueueSocket& k) {
     xdp_statistics st{};
@@ -155,6 +175,9 @@ class AfXdpPort final : public Port {
   std::uint32_t start_queue_;
   std::uint16_t queue_count_;
   bool skb_mode_;
+  bool zero_copy_ = false;
+  bool force_copy_;
+  std::uint32_t busy_budget_;
   ProgChoice prog_;
   bpf_object* obj_ = nullptr;
   std::uint32_t attach_flags_ = 0;
@@ -210,19 +233,8 @@ Result<void> AfXdpPort::open_socket(std::uint16_t q) {
   k.area = static_cast<std::uint8_t*>(*area);
   auto& rx = *rxq_[q];
   auto& tx = *txq_[q];
-  xsk_umem_config ucfg{ring_slots, ring_slots, frame_bytes, 0, 0};
-  if (int e = xsk_umem__create(&k.umem, k.area, std::size_t{frames_per_queue} * frame_bytes, &rx.fill, &tx.comp, &ucfg);
-      e != 0)
-    return fail("device '{}': queue {}: cannot register the UMEM: {}", name(), q, std::strerror(-e));
-  xsk_socket_config scfg{};
-  scfg.rx_size = ring_slots;
-  scfg.tx_size = ring_slots;
-  scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // our program is attached already
-  scfg.xdp_flags = attach_flags_;
-  scfg.bind_flags = XDP_USE_NEED_WAKEUP | (skb_mode_ ? XDP_COPY : 0);
-  if (int e = xsk_socket__create(&k.xsk, iface_.c_str(), start_queue_ + q, k.umem, &rx.rx, &tx.tx, &scfg); e != 0)
-    return fail("device '{}': key 'iface' value '{}': cannot bind an AF_XDP socket to queue {}: {}", name(), iface_,
-                start_queue_ + q, std::strerror(-e));
+  if (auto ok = bind_socket(q); !ok) return ok;
+  configure_busy_poll(q);
   if (int e = xsk_socket__update_xskmap(k.xsk, xsks_map_fd_); e != 0)
     return fail("device '{}': queue {}: cannot insert the socket in xsks_map: {}", name(), q, std::strerror(-e));
   // Frames [0, ring_slots) feed RX through the fill ring; the rest are TX's free list.
@@ -242,7 +254,78 @@ Result<void> AfXdpPort::open_socket(std::uint16_t q) {
   tx.frame_bytes = frame_bytes;
   tx.free_frames = k.tx_free.data();
   tx.free_count = ring_slots;
+  rx.busy_poll = busy_budget_ != 0;
   return {};
+}
+
+// Registers the queue's UMEM and binds its socket: zero-copy first in native mode (unless
+// force_copy), copy mode after a log line when the driver has no zero-copy support.
+Result<void> AfXdpPort::bind_socket(std::uint16_t q) {
+  QueueSocket& k = socks_[q];
+  auto& rx = *rxq_[q];
+  auto& tx = *txq_[q];
+  const bool try_zero_copy = !skb_mode_ && !force_copy_;
+  for (const bool zero_copy : {true, false}) {
+    if (zero_copy && !try_zero_copy) continue;
+    xsk_umem_config ucfg{ring_slots, ring_slots, frame_bytes, 0, 0};
+    if (int e = xsk_umem__create(&k.umem, k.area, std::size_t{frames_per_queue} * frame_bytes, &rx.fill, &tx.comp,
+                                 &ucfg);
+        e != 0)
+      return fail("device '{}': queue {}: cannot register the UMEM: {}", name(), q, std::strerror(-e));
+    xsk_socket_config scfg{};
+    scfg.rx_size = ring_slots;
+    scfg.tx_size = ring_slots;
+    scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // our program is attached already
+    scfg.xdp_flags = attach_flags_;
+    scfg.bind_flags = XDP_USE_NEED_WAKEUP | (zero_copy ? XDP_ZEROCOPY : XDP_COPY);
+    const int e = xsk_socket__create(&k.xsk, iface_.c_str(), start_queue_ + q, k.umem, &rx.rx, &tx.tx, &scfg);
+    if (e == 0) {
+      zero_copy_ = zero_copy;
+      if (q == 0)
+        log(LogLevel::info, "{}: AF_XDP sockets on {} in {} mode ({} XDP)", name(), iface_,
+            zero_copy ? "zero-copy" : "copy", skb_mode_ ? "skb" : "native");
+      return {};
+    }
+    // A failed bind leaves the UMEM's first socket descriptor in an unknown state: start over.
+    k.xsk = nullptr;
+    xsk_umem__delete(k.umem);
+    k.umem = nullptr;
+    if (!zero_copy)
+      return fail("device '{}': key 'iface' value '{}': cannot bind an AF_XDP socket to queue {}: {}", name(), iface_,
+                  start_queue_ + q, std::strerror(-e));
+    if (q == 0)
+      log(LogLevel::warning,
+          "{}: the driver of {} offers no AF_XDP zero-copy ({}; veth and generic XDP never do): copy mode", name(),
+          iface_, std::strerror(-e));
+  }
+  return {};
+}
+
+// Preferred busy polling (kernel 5.11+, DPDK's busy_budget): the socket's NAPI context is run
+// by our recvfrom/sendto calls instead of softirq. A kernel that refuses leaves the queue
+// interrupt-driven, with a log line.
+void AfXdpPort::configure_busy_poll(std::uint16_t q) {
+  if (busy_budget_ == 0) return;
+  const int fd = xsk_socket__fd(socks_[q].xsk);
+  const int one = 1, timeout = busy_poll_timeout_us, budget = static_cast<int>(busy_budget_);
+  const char* refused = nullptr;
+  if (::setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof one) != 0)
+    refused = "SO_PREFER_BUSY_POLL";
+  else if (::setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &timeout, sizeof timeout) != 0)
+    refused = "SO_BUSY_POLL";
+  else if (::setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof budget) != 0)
+    refused = "SO_BUSY_POLL_BUDGET";
+  if (!refused) {
+    if (q == 0) log(LogLevel::info, "{}: preferred busy polling, budget {}", name(), busy_budget_);
+    return;
+  }
+  const int e = errno;
+  const int zero = 0;
+  ::setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &zero, sizeof zero);
+  ::setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &zero, sizeof zero);
+  log(LogLevel::warning, "{}: queue {}: the kernel refused {} ({}): busy polling off (busy_budget=0)", name(), q,
+      refused, std::strerror(e));
+  busy_budget_ = 0;
 }
 
 std::array<std::uint64_t, 3> AfXdpPort::program_counters() const {
@@ -325,9 +408,14 @@ class AfXdpDriver final : public Driver {
       return fail("device '{}': key 'xdp_mode' value '{}': expected native or skb", args.name(), mode);
     auto prog = parse_prog(args);
     if (!prog) return std::unexpected(prog.error());
+    auto budget = args.get_uint("busy_budget", 64, 0, max_busy_budget);
+    if (!budget) return std::unexpected(budget.error());
+    auto force_copy = args.get_bool("force_copy", false);
+    if (!force_copy) return std::unexpected(force_copy.error());
+    const Options opt{mode == "skb", *force_copy, static_cast<std::uint32_t>(*budget)};
     return std::make_unique<AfXdpPort>(args.name(), iface, static_cast<int>(ifindex),
-                                       static_cast<std::uint32_t>(*start), static_cast<std::uint16_t>(*count),
-                                       mode == "skb", std::move(*prog));
+                                       static_cast<std::uint32_t>(*start), static_cast<std::uint16_t>(*count), opt,
+                                       std::move(*prog));
   }
 };
 

@@ -1,7 +1,8 @@
 // net_af_xdp hot path (Documentation/networking/af_xdp.rst): RX takes descriptors from the RX
 // ring, copies each frame into an mbuf and hands the frame straight back on the fill ring; TX
 // copies packets into free UMEM frames, posts them on the TX ring, and recycles frames from the
-// completion ring. Wakeups only when the kernel asks (XDP_USE_NEED_WAKEUP).
+// completion ring. Wakeups only when the kernel asks (XDP_USE_NEED_WAKEUP); with preferred busy
+// polling an empty RX poll calls recvfrom() so the kernel runs the queue's NAPI in our context.
 #pragma once
 #include <sys/socket.h>
 #include <xdp/xsk.h>
@@ -24,6 +25,7 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
   // index lazily, so the ring may briefly look fuller than it is.
   std::uint64_t* stash = nullptr;  // capacity: every RX frame
   std::uint32_t stashed = 0;
+  bool busy_poll = false;
   RxQueueCounters counters;
 
   void refill(const std::uint64_t* addrs, std::uint32_t n) noexcept {
@@ -55,8 +57,9 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
     std::uint32_t idx = 0;
     const std::uint32_t got = xsk_ring_cons__peek(&rx, n, &idx);
     if (got == 0) {
-      // The kernel sleeps until woken when the fill ring ran dry (need-wakeup mode).
-      if (xsk_ring_prod__needs_wakeup(&fill)) ::recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      // The kernel sleeps until woken when the fill ring ran dry (need-wakeup mode); busy
+      // polling needs the call to run the NAPI context at all.
+      if (busy_poll || xsk_ring_prod__needs_wakeup(&fill)) ::recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
       return 0;
     }
     if (!pool->raw_alloc_bulk(std::span<Mbuf*>(pkts, got))) [[unlikely]] {
