@@ -3,7 +3,8 @@
 and nanosecond timestamps, pcapng converted by Wireshark's editcap, text2pcap output) go through
 net_pcap -> io forwarding -> tx_pcap, and tshark must read back every packet byte for byte; bad
 files (wrong magic, truncated header or record, empty, impossible lengths) are refused with an
-error naming the file; infinite_rx replays; and the end-to-end gate: txonly -> tx_pcap capture ->
+error naming the file; infinite_rx replays; phy_mac=1 gives the port the interface's address
+(a veth in the test's own namespace); and the end-to-end gate: txonly -> tx_pcap capture ->
 io forwarding -> tx_pcap, checked by tshark for count and content.
 
 usage: pcap_port_test.py --binary PATH [unittest options]
@@ -17,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netns  # noqa: E402
 
 BINARY = None
 EAL = ["-l", "0-1", "--no-huge"]
@@ -288,6 +292,41 @@ class BadFiles(PcapCase):
         p, _, where = self.run_testpmd(["net_pcap0,tx_pcap=/nonexistent-dir/o.pcap"], ["--duration", "0.2"])
         self.assertNotEqual(p.returncode, 0, where)
         self.assertIn("tx_pcap", p.stderr, where)
+
+
+class PhyMac(unittest.TestCase):
+    def port_mac(self, ns, vdev):
+        p = netns.sh(BINARY, *EAL, "--vdev", vdev, "--", "--duration", "0.2", ns=ns, check=False)
+        where = "{}\nexit {}\nstdout:\n{}\nstderr:\n{}".format(vdev, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+        for marker in CRASH_MARKERS:
+            self.assertNotIn(marker, p.stdout + p.stderr, where)
+        return p, where
+
+    def test_phy_mac_takes_the_interface_address(self):
+        netns.require_root(self)
+        net = netns.Netns("i4pm")
+        self.addCleanup(net.delete)
+        ns = net.ns("a")
+        net.veth("wsi4ma", ns, "wsi4mb", ns)
+        mac = json.loads(netns.sh("ip", "-j", "link", "show", "wsi4ma", ns=ns).stdout)[0]["address"]
+        p, where = self.port_mac(ns, "net_pcap0,iface=wsi4ma,phy_mac=1")
+        self.assertEqual(p.returncode, 0, where)
+        self.assertIn("Port 0: " + mac.upper(), p.stdout, where)
+        p, where = self.port_mac(ns, "net_pcap0,iface=wsi4ma,phy_mac=0")
+        self.assertEqual(p.returncode, 0, where)
+        self.assertIn("Port 0: 02:70:63:61:70:", p.stdout, "without phy_mac: the PMD's own address\n" + where)
+        self.assertNotIn(mac.upper(), p.stdout, where)
+
+    def test_phy_mac_needs_iface(self):
+        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,rx_iface=lo,phy_mac=1", "--", "--duration", "0.2"],
+                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(p.returncode, 0, p.stderr)
+        for w in ("net_pcap0", "phy_mac", "iface="):
+            self.assertIn(w, p.stderr)
+        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,iface=lo,phy_mac=2", "--", "--duration", "0.2"],
+                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(p.returncode, 0, p.stderr)
+        self.assertIn("phy_mac", p.stderr)
 
 
 class EndToEndGate(PcapCase):

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """net_tap with the kernel stack as the peer: in the test's own network namespace the kernel
 pings the address icmpecho answers for (--icmpecho-ip) through a TAP port, with one queue and
-with IFF_MULTI_QUEUE queues; an address the port does not own stays unanswered; bad device
-strings and options are refused with a clear error.
+with IFF_MULTI_QUEUE queues; an address the port does not own stays unanswered; `remote=` makes
+the TAP stand in for a veth end (a ping from the veth's peer namespace is answered through it,
+and the rules are gone after exit); `persist=1` leaves the interface behind; bad device strings
+and options are refused with a clear error.
 
 usage: tap_port_test.py --binary PATH [unittest options]
 """
@@ -23,7 +25,9 @@ CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault
                  "terminate called", "Aborted"]
 
 
-class TapPing(unittest.TestCase):
+class TapCase(unittest.TestCase):
+    """Root, /dev/net/tun, CPUs 0-1, a temp dir, namespaces and one testpmd process per test."""
+
     def setUp(self):
         netns.require_root(self)
         if not os.path.exists("/dev/net/tun"):
@@ -44,6 +48,8 @@ class TapPing(unittest.TestCase):
             self.proc.kill()
             self.proc.wait()
 
+
+class TapPing(TapCase):
     def ping_icmpecho(self, queues):
         ns = self.net.ns("k")
         summary = os.path.join(self.tmp.name, "summary.json")
@@ -90,6 +96,59 @@ class TapPing(unittest.TestCase):
         self.assertIn("rx-1", queues, "IFF_MULTI_QUEUE gives the interface two queues: {}".format(queues))
 
 
+class TapRemoteAndPersist(TapCase):
+    def run_testpmd(self, ns, vdev, seconds):
+        args = ["ip", "netns", "exec", ns, BINARY, "-l", "0-1", "--no-huge", "--log-level=info", "--vdev", vdev, "--",
+                "--forward-mode=icmpecho", "--icmpecho-ip=10.99.6.2", "--duration", str(seconds)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.DEVNULL)
+
+    def finish(self):
+        out, err = self.proc.communicate(timeout=30)
+        where = "testpmd exit {}\nstdout:\n{}\nstderr:\n{}".format(self.proc.returncode, out[-3000:], err[-3000:])
+        for marker in CRASH_MARKERS:
+            self.assertNotIn(marker, out + err, where)
+        self.assertEqual(self.proc.returncode, 0, where)
+        return err, where
+
+    def test_remote_answers_for_a_veth(self):
+        # wirespeed-testpmd runs where the veth end wsi4r lives; the kernel of the peer namespace
+        # pings 10.99.6.2 across the veth, and the answers come from icmpecho on the TAP.
+        here, peer = self.net.ns("t"), self.net.ns("p")
+        self.net.veth("wsi4r", here, "wsi4p", peer, addr_b="10.99.6.1/24")
+        remote_mac = json.loads(netns.sh("ip", "-j", "link", "show", "wsi4r", ns=here).stdout)[0]["address"]
+        self.run_testpmd(here, "net_tap0,iface=wsi4t,remote=wsi4r", 5)
+        deadline = time.time() + 5
+        while "wsi4t" not in netns.sh("tc", "filter", "show", "dev", "wsi4r", "ingress", ns=here, check=False).stdout:
+            self.assertLess(time.time(), deadline, "no redirect rule on the remote")
+            time.sleep(0.1)
+        time.sleep(0.5)
+        rules = netns.sh("tc", "filter", "show", "dev", "wsi4t", "ingress", ns=here).stdout
+        ping = netns.sh("ping", "-c", "5", "-i", "0.2", "-W", "1", "10.99.6.2", ns=peer, check=False, timeout=20)
+        arp = netns.sh("ip", "neigh", "show", "10.99.6.2", ns=peer).stdout
+        err, where = self.finish()
+        where = "ping:\n{}{}\nrules on the TAP:\n{}\n{}".format(ping.stdout, ping.stderr, rules, where)
+        self.assertIn("wsi4r", rules, where)
+        self.assertEqual(ping.returncode, 0, where)
+        self.assertIn("5 received", ping.stdout, where)
+        self.assertIn(remote_mac, arp, "the port answers ARP with the remote's address\n" + where)
+        self.assertIn("redirected", err, where)
+        left = netns.sh("tc", "filter", "show", "dev", "wsi4r", "ingress", ns=here, check=False).stdout
+        self.assertNotIn("mirred", left, "the rules on the remote are removed at exit")
+        self.assertNotIn("clsact", netns.sh("tc", "qdisc", "show", "dev", "wsi4r", ns=here).stdout)
+
+    def test_persist_keeps_the_interface(self):
+        ns = self.net.ns("k")
+        self.run_testpmd(ns, "net_tap0,iface=wsi4keep,persist=1", 0.5)
+        self.finish()
+        self.assertEqual(netns.sh("ip", "link", "show", "wsi4keep", ns=ns, check=False).returncode, 0,
+                         "persist=1: the TAP interface outlives the port")
+        self.run_testpmd(ns, "net_tap0,iface=wsi4gone", 0.5)
+        self.finish()
+        self.assertNotEqual(netns.sh("ip", "link", "show", "wsi4gone", ns=ns, check=False).returncode, 0,
+                            "without persist the TAP interface goes with the port")
+
+
 class BadDevices(unittest.TestCase):
     def refused(self, vdev, app, *words):
         p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", vdev, "--"] + app + ["--duration", "0.2"],
@@ -103,7 +162,8 @@ class BadDevices(unittest.TestCase):
     def test_refused(self):
         self.refused("net_tap0,mac=02:00:zz:00:00:01", [], "net_tap0", "mac", "02:00:zz:00:00:01")
         self.refused("net_tap0,iface=aaaaaaaaaaaaaaaaaaaaaaa", [], "net_tap0", "iface", "longer")
-        self.refused("net_tap0,remote=eth0", [], "net_tap0", "remote")
+        self.refused("net_tap0,remote=wsi4none", [], "net_tap0", "remote", "wsi4none", "no such interface")
+        self.refused("net_tap0,persist=sometimes", [], "net_tap0", "persist", "sometimes")
         self.refused("net_null0", ["--forward-mode=icmpecho", "--icmpecho-ip=10.99.5.300"], "--icmpecho-ip")
         self.refused("net_null0", ["--forward-mode=icmpecho", "--icmpecho-ip=99,10.99.5.1"], "--icmpecho-ip")
 

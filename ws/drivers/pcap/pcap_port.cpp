@@ -2,7 +2,12 @@
 // at queue setup (so a bad file is an error that names it, never a crash mid-run), stats.
 #include "ws/drivers/pcap/pcap_port.hpp"
 
+#include <linux/if_packet.h>
+#include <sys/socket.h>
+
 #include <array>
+#include <cstring>
+#include <optional>
 #include <vector>
 
 #include "ws/core/log.hpp"
@@ -11,7 +16,7 @@
 namespace ws {
 namespace {
 
-// DPDK's pcap PMD keys (phy_mac is not supported).
+// DPDK's pcap PMD keys.
 constexpr std::array pcap_params = {
     ParamSpec{"rx_pcap", "path", "", "receive from a pcap or pcapng file; repeat for more RX queues"},
     ParamSpec{"tx_pcap", "path", "", "write transmitted packets to a pcap file (ns timestamps); repeat per TX queue"},
@@ -20,6 +25,7 @@ constexpr std::array pcap_params = {
     ParamSpec{"tx_iface", "string", "", "inject transmitted packets on an interface; repeat per TX queue"},
     ParamSpec{"iface", "string", "", "one interface for RX (incoming packets) and TX"},
     ParamSpec{"infinite_rx", "bool", "0", "replay the rx_pcap files endlessly (held in memory)"},
+    ParamSpec{"phy_mac", "bool", "0", "with iface: the port takes the interface's MAC address"},
 };
 
 constexpr int live_snaplen = 65535;
@@ -38,12 +44,13 @@ struct TxSink {
 
 class PcapPort final : public Port {
  public:
-  PcapPort(std::string name, std::vector<RxSource> rx, std::vector<TxSink> tx, bool infinite)
+  PcapPort(std::string name, std::vector<RxSource> rx, std::vector<TxSink> tx, bool infinite,
+           std::optional<MacAddress> phy_mac)
       : Port(std::move(name), "net_pcap"), rx_(std::move(rx)), tx_(std::move(tx)), infinite_(infinite) {
     // DPDK's pcap PMD default address, with the last byte from the name's hash for uniqueness.
     std::uint8_t h = 0;
     for (char c : this->name()) h = static_cast<std::uint8_t>(h * 31 + static_cast<std::uint8_t>(c));
-    mac_ = MacAddress{{0x02, 0x70, 0x63, 0x61, 0x70, h}};
+    mac_ = phy_mac.value_or(MacAddress{{0x02, 0x70, 0x63, 0x61, 0x70, h}});
   }
   ~PcapPort() override { close_all(); }
 
@@ -264,6 +271,29 @@ Result<void> PcapPort::setup_tx_queue(std::uint16_t queue, const TxQueueConfig&)
   return {};
 }
 
+// The interface's hardware address, through libpcap's interface list (as DPDK's PMD on Linux
+// reads it with SIOCGIFHWADDR).
+Result<MacAddress> interface_mac(const std::string& iface) {
+  pcap_if_t* all = nullptr;
+  char err[PCAP_ERRBUF_SIZE] = {};
+  if (pcap_findalldevs(&all, err) != 0) return fail("cannot list interfaces: {}", err);
+  std::optional<MacAddress> mac;
+  for (pcap_if_t* d = all; d && !mac; d = d->next) {
+    if (iface != d->name) continue;
+    for (pcap_addr_t* a = d->addresses; a && !mac; a = a->next) {
+      if (!a->addr || a->addr->sa_family != AF_PACKET) continue;
+      const auto* ll = reinterpret_cast<const sockaddr_ll*>(a->addr);
+      if (ll->sll_halen != 6) continue;
+      MacAddress m;
+      std::memcpy(m.bytes.data(), ll->sll_addr, 6);
+      mac = m;
+    }
+  }
+  pcap_freealldevs(all);
+  if (!mac) return fail("no such interface with an Ethernet address");
+  return *mac;
+}
+
 class PcapDriver final : public Driver {
  public:
   std::string_view name() const override { return "net_pcap"; }
@@ -273,7 +303,7 @@ class PcapDriver final : public Driver {
     std::vector<RxSource> rx;
     std::vector<TxSink> tx;
     for (const auto& [key, value] : args.pairs()) {
-      if (key == "infinite_rx") continue;
+      if (key == "infinite_rx" || key == "phy_mac") continue;
       if (value.empty()) return fail("device '{}': key '{}' needs a value (a file or an interface)", args.name(), key);
       if (key == "iface") {
         rx.push_back({key, value});
@@ -294,7 +324,17 @@ class PcapDriver final : public Driver {
     auto infinite = args.get_bool("infinite_rx", false);
     if (!infinite) return std::unexpected(infinite.error());
     if (*infinite && !files) return fail("device '{}': key 'infinite_rx' needs rx_pcap files to replay", args.name());
-    return std::make_unique<PcapPort>(args.name(), std::move(rx), std::move(tx), *infinite);
+    auto phy_mac = args.get_bool("phy_mac", false);
+    if (!phy_mac) return std::unexpected(phy_mac.error());
+    std::optional<MacAddress> mac;
+    if (*phy_mac) {
+      const auto iface = args.get("iface");
+      if (!iface) return fail("device '{}': key 'phy_mac' needs iface= (the interface whose address to take)", args.name());
+      auto m = interface_mac(std::string(*iface));
+      if (!m) return fail("device '{}': key 'phy_mac': interface '{}': {}", args.name(), *iface, m.error().message);
+      mac = *m;
+    }
+    return std::make_unique<PcapPort>(args.name(), std::move(rx), std::move(tx), *infinite, mac);
   }
 };
 

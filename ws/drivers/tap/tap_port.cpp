@@ -1,5 +1,6 @@
 // net_tap port: creating the TAP interface (one file descriptor per queue with IFF_MULTI_QUEUE),
-// bringing it up at start, the port's own MAC address, stats.
+// bringing it up at start, the port's own MAC address, `remote` redirection rules, `persist`,
+// stats.
 #include "ws/drivers/tap/tap_port.hpp"
 
 #include <fcntl.h>
@@ -7,28 +8,35 @@
 #include <linux/if_tun.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstring>
 #include <vector>
 
+#include "ws/core/log.hpp"
+#include "ws/drivers/tap/tap_remote.hpp"
 #include "ws/drivers/tap/tap_rxtx.hpp"
 
 namespace ws {
 namespace {
 
-// DPDK's tap PMD keys (remote and persist are not supported).
+// DPDK's tap PMD keys.
 constexpr std::array tap_params = {
     ParamSpec{"iface", "string", "dtap<N>", "name of the TAP interface to create (or attach to)"},
     ParamSpec{"mac", "string", "", "the port's MAC address (the kernel side keeps its own)"},
+    ParamSpec{"remote", "string", "",
+              "an interface the TAP stands in for: its incoming traffic is redirected to the port and the "
+              "port's traffic leaves through it (tc clsact rules); the port takes its MAC address"},
+    ParamSpec{"persist", "bool", "0", "keep the TAP interface when the port closes (TUNSETPERSIST)"},
 };
 
 constexpr std::uint16_t tap_max_queues = 16;  // as DPDK's RTE_PMD_TAP_MAX_QUEUES
 
 class TapPort final : public Port {
  public:
-  TapPort(std::string name, std::string iface, MacAddress mac)
-      : Port(std::move(name), "net_tap"), iface_(std::move(iface)) {
+  TapPort(std::string name, std::string iface, MacAddress mac, std::string remote, bool persist)
+      : Port(std::move(name), "net_tap"), iface_(std::move(iface)), remote_(std::move(remote)), persist_(persist) {
     mac_ = mac;
   }
   ~TapPort() override { close_fds(); }
@@ -47,6 +55,10 @@ class TapPort final : public Port {
         return std::unexpected(fd.error());
       }
       fds_.push_back(*fd);
+    }
+    if (auto ok = configure_interface(); !ok) {
+      close_fds();
+      return ok;
     }
     for (std::uint16_t q = 0; q < c.rx_queues; ++q) rxq_.push_back(std::make_unique<tap_pmd::RxQueue>());
     for (std::uint16_t q = 0; q < c.tx_queues; ++q) txq_.push_back(std::make_unique<tap_pmd::TxQueue>());
@@ -122,16 +134,48 @@ class TapPort final : public Port {
     return r;
   }
 
+  // After the queues' descriptors made the interface exist: persistence and the remote's rules.
+  Result<void> configure_interface() {
+    if (persist_ && ::ioctl(fds_.front(), TUNSETPERSIST, 1) != 0)
+      return fail("device '{}': key 'persist': TUNSETPERSIST on '{}' failed: {}", name(), iface_,
+                  std::strerror(errno));
+    if (remote_.empty()) return {};
+    if (auto ok = redirect_.install(iface_, remote_); !ok)
+      return fail("device '{}': {}", name(), ok.error().message);
+    log(LogLevel::info, "{}: traffic of '{}' is redirected to TAP '{}' and back (tc clsact, matchall mirred)", name(),
+        remote_, iface_);
+    return {};
+  }
+
   void close_fds() {
+    redirect_.remove();  // before the descriptors: the TAP interface (and its qdisc) may go with them
     for (int fd : fds_) ::close(fd);
     fds_.clear();
   }
 
   std::string iface_;
+  std::string remote_;
+  bool persist_;
+  tap_pmd::RemoteRedirect redirect_;
   std::vector<int> fds_;
   std::vector<std::unique_ptr<tap_pmd::RxQueue>> rxq_;
   std::vector<std::unique_ptr<tap_pmd::TxQueue>> txq_;
 };
+
+Result<MacAddress> interface_mac(const std::string& iface) {
+  if (iface.size() >= IFNAMSIZ) return fail("longer than {} characters", IFNAMSIZ - 1);
+  ifreq ifr{};
+  std::snprintf(ifr.ifr_name, IFNAMSIZ, "%s", iface.c_str());
+  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return fail("socket: {}", std::strerror(errno));
+  const int rc = ::ioctl(s, SIOCGIFHWADDR, &ifr);
+  const int e = errno;
+  ::close(s);
+  if (rc != 0) return fail("no such interface in this network namespace ({})", std::strerror(e));
+  MacAddress mac;
+  std::memcpy(mac.bytes.data(), ifr.ifr_hwaddr.sa_data, 6);
+  return mac;
+}
 
 class TapDriver final : public Driver {
  public:
@@ -149,8 +193,18 @@ class TapDriver final : public Driver {
       if (!m) return fail("device '{}': key 'mac' value '{}': {}", args.name(), *text, m.error().message);
       mac = *m;
     }
+    std::string remote = args.get_string("remote", "");
+    if (!remote.empty()) {
+      // As DPDK's PMD: the port answers with the remote's address unless told otherwise.
+      auto remote_mac = interface_mac(remote);
+      if (!remote_mac)
+        return fail("device '{}': key 'remote' value '{}': {}", args.name(), remote, remote_mac.error().message);
+      if (!args.has("mac")) mac = *remote_mac;
+    }
+    auto persist = args.get_bool("persist", false);
+    if (!persist) return std::unexpected(persist.error());
     ++created_;
-    return std::make_unique<TapPort>(args.name(), std::move(iface), mac);
+    return std::make_unique<TapPort>(args.name(), std::move(iface), mac, std::move(remote), *persist);
   }
 
  private:
