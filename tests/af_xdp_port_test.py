@@ -142,6 +142,8 @@ class AfXdpCase(unittest.TestCase):
 
     def test_force_copy_without_busy_poll(self):
         err, where = self.receive_with(",force_copy=1,busy_budget=0")
+        mac = json.loads(netns.sh("ip", "-j", "link", "show", "wsxb", ns=self.b).stdout)[0]["address"]
+        self.assertIn("Port 0: " + mac.upper(), where, "the port has the interface's address, as DPDK's PMD")
         self.assertNotIn("zero-copy (", err, where)
         self.assertIn("in copy mode", err, where)
         self.assertNotIn("busy poll", err, where)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ws/core/log.hpp"
+#include "ws/drivers/kernel_iface.hpp"
 #include "ws/drivers/af_packet/af_packet_rxtx.hpp"
 
 namespace ws {
@@ -64,7 +65,7 @@ class AfPacketPort final : public Port {
         qpairs_(qpairs),
         geo_(g),
         bypass_(bypass) {
-    read_mac();
+    if (auto mac = kernel_interface_mac(iface_)) mac_ = *mac;
   }
   ~AfPacketPort() override { close_all(); }
 
@@ -132,7 +133,6 @@ class AfPacketPort final : public Port {
   Result<void> open_socket(Socket& s, bool rx, std::uint16_t queue);
   Result<void> set_flags(int flag, bool on);
   Result<void> apply_promiscuous(bool on);
-  void read_mac();
   // Packets the kernel dropped because an RX ring was full. PACKET_STATISTICS resets on every
   // read, so the totals accumulate here.
   std::uint64_t kernel_drops() const {
@@ -162,14 +162,6 @@ class AfPacketPort final : public Port {
   std::vector<Socket> rx_sock_, tx_sock_;
   mutable std::uint64_t drops_ = 0;
 };
-
-void AfPacketPort::read_mac() {
-  ifreq ifr{};
-  std::snprintf(ifr.ifr_name, IFNAMSIZ, "%s", iface_.c_str());
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && ::ioctl(fd, SIOCGIFHWADDR, &ifr) == 0) std::memcpy(mac_.bytes.data(), ifr.ifr_hwaddr.sa_data, 6);
-  if (fd >= 0) ::close(fd);
-}
 
 Result<void> AfPacketPort::set_flags(int flag, bool on) {
   ifreq ifr{};

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ws/core/log.hpp"
+#include "ws/drivers/kernel_iface.hpp"
 #include "ws/drivers/af_xdp/af_xdp_rxtx.hpp"
 #include "ws/drivers/af_xdp/xdp_fast_drop_obj.hpp"
 
@@ -81,7 +82,9 @@ class AfXdpPort final : public Port {
         skb_mode_(opt.skb_mode),
         force_copy_(opt.force_copy),
         busy_budget_(opt.busy_budget),
-        prog_(std::move(prog)) {}
+        prog_(std::move(prog)) {
+    if (auto mac = kernel_interface_mac(iface_)) mac_ = *mac;  // as DPDK's PMD: the interface's address
+  }
   ~AfXdpPort() override { close_all(); }
 
   PortInfo info() const override { return {"net_af_xdp", queue_count_, queue_count_, 0, 65535}; }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ws/core/log.hpp"
+#include "ws/drivers/kernel_iface.hpp"
 #include "ws/drivers/tap/tap_remote.hpp"
 #include "ws/drivers/tap/tap_rxtx.hpp"
 
@@ -162,21 +163,6 @@ class TapPort final : public Port {
   std::vector<std::unique_ptr<tap_pmd::TxQueue>> txq_;
 };
 
-Result<MacAddress> interface_mac(const std::string& iface) {
-  if (iface.size() >= IFNAMSIZ) return fail("longer than {} characters", IFNAMSIZ - 1);
-  ifreq ifr{};
-  std::snprintf(ifr.ifr_name, IFNAMSIZ, "%s", iface.c_str());
-  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return fail("socket: {}", std::strerror(errno));
-  const int rc = ::ioctl(s, SIOCGIFHWADDR, &ifr);
-  const int e = errno;
-  ::close(s);
-  if (rc != 0) return fail("no such interface in this network namespace ({})", std::strerror(e));
-  MacAddress mac;
-  std::memcpy(mac.bytes.data(), ifr.ifr_hwaddr.sa_data, 6);
-  return mac;
-}
-
 class TapDriver final : public Driver {
  public:
   std::string_view name() const override { return "net_tap"; }
@@ -196,7 +182,7 @@ class TapDriver final : public Driver {
     std::string remote = args.get_string("remote", "");
     if (!remote.empty()) {
       // As DPDK's PMD: the port answers with the remote's address unless told otherwise.
-      auto remote_mac = interface_mac(remote);
+      auto remote_mac = kernel_interface_mac(remote);
       if (!remote_mac)
         return fail("device '{}': key 'remote' value '{}': {}", args.name(), remote, remote_mac.error().message);
       if (!args.has("mac")) mac = *remote_mac;
