@@ -289,7 +289,8 @@ Result<void> AfXdpPort::bind_socket(std::uint16_t q) {
             zero_copy ? "zero-copy" : "copy", skb_mode_ ? "skb" : "native");
       return {};
     }
-    // A failed bind leaves the UMEM's first socket descriptor in an unknown state: start over.
+    // Older libbpf/libxdp releases unmapped the UMEM's rings on a failed bind; a fresh UMEM
+    // for the retry does not depend on which release is installed.
     k.xsk = nullptr;
     xsk_umem__delete(k.umem);
     k.umem = nullptr;
