@@ -3,7 +3,7 @@
 pings the address icmpecho answers for (--icmpecho-ip) through a TAP port, with one queue and
 with IFF_MULTI_QUEUE queues; an address the port does not own stays unanswered; `remote=` makes
 the TAP stand in for a veth end (a ping from the veth's peer namespace is answered through it,
-and the rules are gone after exit); `persist=1` leaves the interface behind; bad device strings
+and the rules are gone after exit); `persist` (bare, as DPDK writes it) leaves the interface behind; bad device strings
 and options are refused with a clear error.
 
 usage: tap_port_test.py --binary PATH [unittest options]
@@ -139,7 +139,7 @@ class TapRemoteAndPersist(TapCase):
 
     def test_persist_keeps_the_interface(self):
         ns = self.net.ns("k")
-        self.run_testpmd(ns, "net_tap0,iface=wsi4keep,persist=1", 0.5)
+        self.run_testpmd(ns, "net_tap0,iface=wsi4keep,persist", 0.5)
         self.finish()
         self.assertEqual(netns.sh("ip", "link", "show", "wsi4keep", ns=ns, check=False).returncode, 0,
                          "persist=1: the TAP interface outlives the port")

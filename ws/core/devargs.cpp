@@ -41,14 +41,18 @@ Result<DevArgs> DevArgs::parse(std::string_view text) {
     const std::string_view f = fields[i];
     const auto eq = f.find('=');
     if (f.empty()) return fail("device '{}': empty field after ',' (expected key=value)", text);
-    if (eq == std::string_view::npos) return fail("device '{}': '{}' is not key=value", text, f);
     const std::string_view key = f.substr(0, eq);
     if (key.empty()) return fail("device '{}': '{}' has an empty key", text, f);
     if (!std::all_of(key.begin(), key.end(), valid_name_char))
       return fail("device '{}': key '{}' has characters outside [A-Za-z0-9_.:-]", text, key);
-    out.pairs_.emplace_back(std::string(key), std::string(f.substr(eq + 1)));
+    if (eq == std::string_view::npos) out.bare_.emplace_back(key);
+    out.pairs_.emplace_back(std::string(key), eq == std::string_view::npos ? std::string() : std::string(f.substr(eq + 1)));
   }
   return out;
+}
+
+bool DevArgs::bare(std::string_view key) const {
+  return std::find(bare_.begin(), bare_.end(), key) != bare_.end();
 }
 
 bool DevArgs::has(std::string_view key) const { return get(key).has_value(); }
@@ -82,6 +86,9 @@ Result<std::uint64_t> DevArgs::get_uint(std::string_view key, std::uint64_t defa
                                         std::uint64_t max) const {
   const auto v = get(key);
   if (!v) return default_value;
+  if (bare(key))
+    return fail("device '{}': key '{}' has no value, expected key=value with an unsigned integer in [{}, {}]",
+                name_, key, min, max);
   std::uint64_t n = 0;
   int base = 10;
   std::string_view digits = *v;
@@ -101,7 +108,7 @@ Result<std::uint64_t> DevArgs::get_uint(std::string_view key, std::uint64_t defa
 Result<bool> DevArgs::get_bool(std::string_view key, bool default_value) const {
   const auto v = get(key);
   if (!v) return default_value;
-  if (*v == "1" || *v == "true" || *v == "yes" || *v == "on") return true;
+  if (bare(key) || *v == "1" || *v == "true" || *v == "yes" || *v == "on") return true;
   if (*v == "0" || *v == "false" || *v == "no" || *v == "off") return false;
   return fail("device '{}': key '{}' has value '{}', expected 0 or 1", name_, key, *v);
 }

@@ -1,6 +1,7 @@
 // Device strings in DPDK's form: "net_vhost0,iface=/tmp/vhost0,queues=4". The first field is
 // the device name; the rest are key=value pairs, where a value may be a bracketed list
-// ("key=[a,b]"). Keys may repeat (net_pcap takes one rx_pcap per queue).
+// ("key=[a,b]"). Keys may repeat (net_pcap takes one rx_pcap per queue). As DPDK's kvargs, a
+// bare key ("net_tap0,persist") is accepted: it switches a boolean on and is an error elsewhere.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -48,7 +49,9 @@ class DevArgs {
  private:
   std::string text_;
   std::string name_;
-  std::vector<std::pair<std::string, std::string>> pairs_;
+  std::vector<std::pair<std::string, std::string>> pairs_;  // a bare key has an empty value
+  std::vector<std::string> bare_;                            // keys given without '='
+  bool bare(std::string_view key) const;
 };
 
 // "size (uint, default 64): packet length" lines for help and error messages.

@@ -72,11 +72,22 @@ TEST(DevArgs, RepeatedKeysKeepEveryValue) {
   EXPECT_TRUE(a.get_all("nothing").empty());
 }
 
+TEST(DevArgs, BareKeyIsTrueForBooleansAndAnErrorForNumbers) {
+  auto a = DevArgs::parse("net_tap0,persist,size");
+  ASSERT_TRUE(a) << a.error().message;
+  auto persist = a->get_bool("persist", false);
+  ASSERT_TRUE(persist);
+  EXPECT_TRUE(*persist);
+  auto size = a->get_uint("size", 64, 1, 9000);
+  ASSERT_FALSE(size);
+  EXPECT_NE(size.error().message.find("key 'size' has no value, expected key=value"), std::string::npos)
+      << size.error().message;
+}
+
 TEST(DevArgs, ParseErrorsNameTheDeviceAndTheProblem) {
   expect_parse_error("", "empty device name");
   expect_parse_error(",size=64", "empty device name");
   expect_parse_error("net null0", "outside [A-Za-z0-9_.:-]");
-  expect_parse_error("net_null0,size", "'size' is not key=value");
   expect_parse_error("net_null0,=64", "empty key");
   expect_parse_error("net_null0,", "empty field");
   expect_parse_error("net_null0,,size=1", "empty field");
