@@ -35,14 +35,32 @@ constexpr std::array virtio_user_params = {
     ParamSpec{"in_order", "bool", "1", "negotiate IN_ORDER if the backend offers it"},
     ParamSpec{"mrg_rxbuf", "bool", "1", "negotiate MRG_RXBUF if the backend offers it"},
     ParamSpec{"server", "bool", "0", "listen on path and wait (30 s) for the backend to connect"},
+    ParamSpec{"csum", "bool", "0", "negotiate CSUM/GUEST_CSUM: TX checksum requests and RX checksum state in the header"},
+    ParamSpec{"tso", "bool", "0", "negotiate HOST_TSO4/6 and GUEST_TSO4/6 (with csum=1): TCP segmentation in the header"},
 };
 
 struct Options {
   std::string path;
   std::uint16_t queues = 1;
   std::uint32_t queue_size = 256;
-  bool packed = false, in_order = true, mrg = true, server = false;
+  bool packed = false, in_order = true, mrg = true, server = false, csum = false, tso = false;
 };
+
+// Queue variants, one instance per feature combination (DESIGN.md: picked once, never per packet).
+template <bool Packed, bool Offload>
+std::unique_ptr<RxCommon> make_rx(bool mergeable) {
+  if (mergeable) return std::make_unique<VirtioRx<Packed, true, Offload>>();
+  return std::make_unique<VirtioRx<Packed, false, Offload>>();
+}
+template <bool Offload>
+std::unique_ptr<RxCommon> make_rx(bool packed, bool mergeable) {
+  return packed ? make_rx<true, Offload>(mergeable) : make_rx<false, Offload>(mergeable);
+}
+template <bool Offload>
+std::unique_ptr<TxCommon> make_tx(bool packed) {
+  if (packed) return std::make_unique<VirtioTx<true, Offload>>();
+  return std::make_unique<VirtioTx<false, Offload>>();
+}
 
 struct RingMem {
   virtio::SplitRing split;
@@ -71,14 +89,17 @@ class VirtioUserPort final : public Port {
     rxq_.clear();
     txq_.clear();
     const bool p = packed(), m = has(features_, feature::mrg_rxbuf);
+    // Offload variants only where there is something to map: the device's headers may carry
+    // state (GUEST_CSUM), ours may carry requests (CSUM), or the application will ask for TX
+    // offloads that must then be done in software.
+    const virtio::HdrOffloads tx_ol = virtio::HdrOffloads::driver_tx(features_);
+    const bool ol_in = has(features_, feature::guest_csum);
+    const bool ol_out = tx_ol.any() || c.tx_offloads != 0;
     for (std::uint16_t q = 0; q < c.rx_queues; ++q) {
       // Variants picked once from the negotiated features (DESIGN.md: never per packet).
-      if (p && m) rxq_.push_back(std::make_unique<VirtioRx<true, true>>());
-      else if (p) rxq_.push_back(std::make_unique<VirtioRx<true, false>>());
-      else if (m) rxq_.push_back(std::make_unique<VirtioRx<false, true>>());
-      else rxq_.push_back(std::make_unique<VirtioRx<false, false>>());
-      if (p) txq_.push_back(std::make_unique<VirtioTx<true>>());
-      else txq_.push_back(std::make_unique<VirtioTx<false>>());
+      rxq_.push_back(ol_in ? make_rx<true>(p, m) : make_rx<false>(p, m));
+      txq_.push_back(ol_out ? make_tx<true>(p) : make_tx<false>(p));
+      txq_.back()->offload = tx_ol;
     }
     return {};
   }
@@ -121,6 +142,19 @@ class VirtioUserPort final : public Port {
 
  private:
   bool packed() const { return has(features_, feature::ring_packed); }
+  // Publishes queue q as whichever of Variants it is (control path, once per start).
+  template <class... Variants, class Base>
+  void publish_variant(std::uint16_t q, Base* base) {
+    const bool found = ((publish_if<Variants>(q, base)) || ...);
+    if (!found) std::abort();  // a variant make_rx/make_tx can build is missing from the list
+  }
+  template <class Q, class Base>
+  bool publish_if(std::uint16_t q, Base* base) {
+    auto* v = dynamic_cast<Q*>(base);
+    if (v == nullptr) return false;
+    if constexpr (std::is_base_of_v<RxCommon, Q>) publish_rx(q, v); else publish_tx(q, v);
+    return true;
+  }
   Result<RingMem*> ring_memory(std::uint32_t r);
   Result<void> send(vu::Request r, std::uint64_t u64, int fd = -1);
   Result<void> send_state(vu::Request r, std::uint32_t index, std::uint32_t num);
@@ -229,6 +263,9 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
   if (o_.in_order) want |= bit(feature::in_order);
   if (o_.mrg) want |= bit(feature::mrg_rxbuf);
   if (o_.queues > 1) want |= bit(feature::mq);
+  if (o_.csum) want |= bit(feature::csum) | bit(feature::guest_csum);
+  if (o_.csum && o_.tso)
+    want |= bit(feature::host_tso4) | bit(feature::host_tso6) | bit(feature::guest_tso4) | bit(feature::guest_tso6);
   features_ = want & *offered;
   if (o_.queues > 1 && !has(features_, feature::mq))
     return fail("device '{}': key 'queues' value {}: the backend does not offer MQ", name(), o_.queues);
@@ -240,6 +277,7 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
   }
   if (o_.packed && !packed())
     log(LogLevel::warning, "{}: the backend does not offer packed rings; using split rings", name());
+  log(LogLevel::info, "{}: backend offers features {:#x}, negotiated {:#x}", name(), *offered, features_);
   return {};
 }
 
@@ -320,12 +358,11 @@ Result<void> VirtioUserPort::do_start() {
   for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
     rxq_[q]->port_id = id();
     // Publish the exact instance type so the trampoline calls the template's burst directly.
-    if (auto* p = dynamic_cast<VirtioRx<true, true>*>(rxq_[q].get())) publish_rx(q, p);
-    else if (auto* p2 = dynamic_cast<VirtioRx<true, false>*>(rxq_[q].get())) publish_rx(q, p2);
-    else if (auto* p3 = dynamic_cast<VirtioRx<false, true>*>(rxq_[q].get())) publish_rx(q, p3);
-    else publish_rx(q, static_cast<VirtioRx<false, false>*>(rxq_[q].get()));
-    if (auto* t = dynamic_cast<VirtioTx<true>*>(txq_[q].get())) publish_tx(q, t);
-    else publish_tx(q, static_cast<VirtioTx<false>*>(txq_[q].get()));
+    publish_variant<VirtioRx<true, true, false>, VirtioRx<true, false, false>, VirtioRx<false, true, false>,
+                    VirtioRx<false, false, false>, VirtioRx<true, true, true>, VirtioRx<true, false, true>,
+                    VirtioRx<false, true, true>, VirtioRx<false, false, true>>(q, rxq_[q].get());
+    publish_variant<VirtioTx<true, false>, VirtioTx<false, false>, VirtioTx<true, true>, VirtioTx<false, true>>(
+        q, txq_[q].get());
   }
   return {};
 }
@@ -365,7 +402,9 @@ class VirtioUserDriver final : public Driver {
     auto in_order = args.get_bool("in_order", true);
     auto mrg = args.get_bool("mrg_rxbuf", true);
     auto server = args.get_bool("server", false);
-    for (const auto* b : {&packed, &in_order, &mrg, &server})
+    auto csum = args.get_bool("csum", false);
+    auto tso = args.get_bool("tso", false);
+    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso})
       if (!*b) return std::unexpected(b->error());
     if (!*packed && !std::has_single_bit(*size))
       return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), *size);
@@ -376,6 +415,9 @@ class VirtioUserDriver final : public Driver {
     o.in_order = *in_order;
     o.mrg = *mrg;
     o.server = *server;
+    o.csum = *csum;
+    o.tso = *tso;
+    if (o.tso && !o.csum) return fail("device '{}': key 'tso' needs csum=1 (virtio 1.2 §5.1.3.1)", args.name());
     auto port = std::make_unique<VirtioUserPort>(args.name(), std::move(o), *env.arena);
     if (auto ok = port->connect_and_negotiate(); !ok) return std::unexpected(ok.error());
     return port;
