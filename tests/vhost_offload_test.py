@@ -31,7 +31,7 @@ import vhost_pair_test as vp  # noqa: E402  (peers, pools, hugepages, summaries)
 
 TSHARK = shutil.which("tshark")
 COUNT = 200
-CSUM, GUEST_CSUM = 1 << 0, 1 << 1  # virtio-net feature bits
+CSUM, GUEST_CSUM, EVENT_IDX = 1 << 0, 1 << 1, 1 << 29  # virtio-net feature bits
 
 
 def negotiated(out):
@@ -245,6 +245,7 @@ class OursWithDpdk(OffloadBase):
         rout = self.finish(rx)
         self.check_ours("virtio", tout, tx=COUNT)
         self.assertTrue(negotiated(tout) & CSUM, tout[-2000:])
+        self.assertTrue(negotiated(tout) & EVENT_IDX, "DPDK's vhost offers EVENT_IDX: we take it")
         self.assertEqual(vp.dpdk_totals(rout)[0], COUNT, rout[-3000:])
         self.check_delivered("our virtio_user -> DPDK net_vhost")
 

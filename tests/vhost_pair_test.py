@@ -293,7 +293,7 @@ class OursWithDpdk(PairBase):
 GUEST = 0x10000000  # guest and user address of our one region
 REGION = 1 << 20
 F_NEXT, F_WRITE, F_INDIRECT = 1, 2, 4
-V1, INDIRECT = 1 << 32, 1 << 28
+V1, INDIRECT, EVENT_IDX = 1 << 32, 1 << 28, 1 << 29
 
 
 class Frontend:
@@ -514,6 +514,48 @@ class HostileFrontend(PairBase):
         s = self.summary("vhost")
         self.assertTrue(s["pool_audit_ok"], out[-2000:])
         self.assertGreaterEqual(s["ports"][0]["rx_packets"], 32 * len(names))
+
+
+def read_eventfd(fd):
+    """The count an eventfd (non-blocking) holds, or 0 when nothing was signalled."""
+    try:
+        return struct.unpack("<Q", os.read(fd, 8))[0]
+    except BlockingIOError:
+        return 0
+
+
+class EventIdx(PairBase):
+    def test_interrupts_follow_used_event(self):
+        """With EVENT_IDX the backend interrupts when the used index passes the driver's used_event
+        and not otherwise (virtio 1.2 §2.7.10); without it, whenever interrupts are not suppressed."""
+        vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
+                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 5))
+        self.assertTrue(wait_for_socket(self.sock, vhost))
+        for features, later in ((V1 | EVENT_IDX, 0), (V1, 1)):
+            with self.subTest(event_idx=bool(features & EVENT_IDX)):
+                fe = Frontend(self.sock, rings=2, features=features)
+                try:
+                    call = fe.fds[0]  # ring 0 (the frontend's RX ring): its call eventfd
+                    os.set_blocking(call, False)
+                    used_event = fe.ring(0)[1] + 4 + 2 * fe.N
+                    struct.pack_into("<H", fe.mem, used_event, 9)  # interrupt once used idx passes 9
+                    self.assertTrue(fe.good_traffic(0, 1, 16), hex(features))
+                    self.assertGreaterEqual(read_eventfd(call), 1, "used idx 0 -> 16 passed used_event 9")
+                    struct.pack_into("<H", fe.mem, used_event, 100)
+                    fe.good_traffic(0, 1, 16)
+                    end = time.time() + 5
+                    while fe.used_idx(0) < 32 and time.time() < end:
+                        time.sleep(0.01)
+                    self.assertEqual(fe.used_idx(0), 32)
+                    self.assertEqual(min(read_eventfd(call), 1), later, "used idx 16 -> 32, used_event 100")
+                finally:
+                    fe.close()
+                time.sleep(0.3)  # the backend notices the disconnect before the next frontend
+        out = self.finish(vhost)
+        self.assertEqual(vhost.returncode, 0, out[-3000:])
+        s = self.summary("vhost")
+        self.assertTrue(s["pool_audit_ok"], out[-2000:])
+        self.assertEqual(s["mbufs_in_use_at_exit"], 0)
 
 
 class Lifecycle(PairBase):

@@ -180,6 +180,7 @@ class VhostPort final : public Port, public virtio::RingListener {
     const std::uint64_t f = backend_.features();
     const bool indirect = virtio::has(f, virtio::feature::indirect_desc);
     const bool mrg = virtio::has(f, virtio::feature::mrg_rxbuf);
+    const bool event_idx = virtio::has(f, virtio::feature::event_idx);  // §2.7.10 / §2.8.10
     // Offload variants only where there is something to map: the frontend's headers carry
     // requests (CSUM/HOST_TSO), ours may (GUEST_*), or the application will ask for TX
     // offloads that must then be done in software (as DPDK's net_vhost tx_sw_csum).
@@ -190,14 +191,14 @@ class VhostPort final : public Port, public virtio::RingListener {
     if (backend_.packed()) {
       s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
                      reinterpret_cast<virtio::EventSuppress*>(v.used)},
-                    &backend_.memory(), &s.health, indirect, false, v.base);
+                    &backend_.memory(), &s.health, indirect, event_idx, v.base);
       s.packed.suppress_kicks(true);
       s.dequeue = ol_in ? &dequeue<true, true> : &dequeue<true, false>;
       s.enqueue = pick_enqueue<true>(mrg, ol_out);
     } else {
       s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc), reinterpret_cast<std::uint16_t*>(v.avail),
                     reinterpret_cast<std::uint16_t*>(v.used)},
-                   &backend_.memory(), &s.health, indirect, false, v.base);
+                   &backend_.memory(), &s.health, indirect, event_idx, v.base);
       s.split.suppress_kicks(true);
       s.dequeue = ol_in ? &dequeue<false, true> : &dequeue<false, false>;
       s.enqueue = pick_enqueue<false>(mrg, ol_out);

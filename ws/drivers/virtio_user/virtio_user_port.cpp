@@ -35,6 +35,7 @@ constexpr std::array virtio_user_params = {
     ParamSpec{"in_order", "bool", "1", "negotiate IN_ORDER if the backend offers it"},
     ParamSpec{"mrg_rxbuf", "bool", "1", "negotiate MRG_RXBUF if the backend offers it"},
     ParamSpec{"server", "bool", "0", "listen on path and wait (30 s) for the backend to connect"},
+    ParamSpec{"event_idx", "bool", "1", "negotiate EVENT_IDX if the backend offers it (notifications by index)"},
     ParamSpec{"csum", "bool", "0", "negotiate CSUM/GUEST_CSUM: TX checksum requests and RX checksum state in the header"},
     ParamSpec{"tso", "bool", "0", "negotiate HOST_TSO4/6 and GUEST_TSO4/6 (with csum=1): TCP segmentation in the header"},
 };
@@ -43,7 +44,7 @@ struct Options {
   std::string path;
   std::uint16_t queues = 1;
   std::uint32_t queue_size = 256;
-  bool packed = false, in_order = true, mrg = true, server = false, csum = false, tso = false;
+  bool packed = false, in_order = true, mrg = true, server = false, csum = false, tso = false, event_idx = true;
 };
 
 // Queue variants, one instance per feature combination (DESIGN.md: picked once, never per packet).
@@ -262,6 +263,7 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
   if (o_.packed) want |= bit(feature::ring_packed);
   if (o_.in_order) want |= bit(feature::in_order);
   if (o_.mrg) want |= bit(feature::mrg_rxbuf);
+  if (o_.event_idx) want |= bit(feature::event_idx);
   if (o_.queues > 1) want |= bit(feature::mq);
   if (o_.csum) want |= bit(feature::csum) | bit(feature::guest_csum);
   if (o_.csum && o_.tso)
@@ -319,7 +321,7 @@ Result<void> VirtioUserPort::do_start() {
     RingMem& m = *rings_[r];
     std::memset(m.base, 0, m.bytes);  // a restart begins from index 0
     queues[r]->health.reset();
-    queues[r]->init(m.split, m.packed, in_order);
+    queues[r]->init(m.split, m.packed, in_order, has(features_, feature::event_idx));
   }
   for (auto& q : rxq_) q->fill();
   // Status, then call fds for every RX ring then every TX ring, then features (VHOST-NOTES.md).
@@ -404,7 +406,8 @@ class VirtioUserDriver final : public Driver {
     auto server = args.get_bool("server", false);
     auto csum = args.get_bool("csum", false);
     auto tso = args.get_bool("tso", false);
-    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso})
+    auto event_idx = args.get_bool("event_idx", true);
+    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso, &event_idx})
       if (!*b) return std::unexpected(b->error());
     if (!*packed && !std::has_single_bit(*size))
       return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), *size);
@@ -417,6 +420,7 @@ class VirtioUserDriver final : public Driver {
     o.server = *server;
     o.csum = *csum;
     o.tso = *tso;
+    o.event_idx = *event_idx;
     if (o.tso && !o.csum) return fail("device '{}': key 'tso' needs csum=1 (virtio 1.2 §5.1.3.1)", args.name());
     auto port = std::make_unique<VirtioUserPort>(args.name(), std::move(o), *env.arena);
     if (auto ok = port->connect_and_negotiate(); !ok) return std::unexpected(ok.error());

@@ -31,7 +31,7 @@ inline void kick(int fd) noexcept {
 // Control-path view of a queue, whatever its variant.
 struct QueueCommon : QueueBase {
   virtual ~QueueCommon() = default;
-  virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) = 0;
+  virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) = 0;
   virtual std::uint32_t fill() = 0;        // RX: post buffers; returns how many
   virtual void release_mbufs() = 0;         // ring stopped: free what the ring holds
   virtio::QueueHealth health;
@@ -52,12 +52,12 @@ template <bool Packed, bool Mergeable, bool Offload>
 struct VirtioRx final : RxCommon {
   DriverEngine<Packed> engine;
 
-  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) override {
+  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) override {
     if constexpr (Packed) {
-      engine.init(p, &health, in_order, false);
+      engine.init(p, &health, in_order, event_idx);
     } else {
       (void)in_order;
-      engine.init(s, &health, false);
+      engine.init(s, &health, event_idx);
     }
     engine.suppress_interrupts(true);  // we poll
   }
@@ -175,12 +175,12 @@ template <bool Packed, bool Offload>
 struct VirtioTx final : TxCommon {
   DriverEngine<Packed> engine;
 
-  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) override {
+  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) override {
     if constexpr (Packed) {
-      engine.init(p, &health, in_order, false);
+      engine.init(p, &health, in_order, event_idx);
     } else {
       (void)in_order;
-      engine.init(s, &health, false);
+      engine.init(s, &health, event_idx);
     }
     engine.suppress_interrupts(true);
   }
