@@ -583,6 +583,36 @@ class Lifecycle(PairBase):
         self.assertEqual(hs["mbufs_in_use_at_exit"], 0)
         self.assertGreater(ss["ports"][0]["rx_packets"], 10000, sout[-2000:] + hout[-2000:])
 
+    def test_client_backend_reconnects(self):
+        """net_vhost client=1 serves one virtio_user server=1 after another: the first exits, the
+        second is killed mid-traffic, the third forwards; no mbuf is lost on either side."""
+        vhost = None
+        for k, fate in enumerate(("exits", "killed", "verified")):
+            dev = "virtio_user0,path={},queues=1,packed_vq={},server=1".format(self.sock, k % 2)
+            tag = "front{}".format(k)
+            front = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
+                                                             "--nb-cores=1"], tag, 30 if fate == "killed" else 2))
+            self.assertTrue(wait_for_socket(self.sock, front), "{}: virtio_user server=1 did not listen".format(tag))
+            if vhost is None:
+                vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
+                                             ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 10))
+            if fate == "killed":
+                time.sleep(1.5)
+                front.send_signal(signal.SIGKILL)
+                front.wait()
+                continue
+            out = self.finish(front)
+            self.assertEqual(front.returncode, 0, out[-3000:])
+            s = self.summary(tag)
+            self.check_side(s, out, tag)
+            self.assertGreater(s["ports"][0]["rx_packets"], 10000, "{}: the backend did not come (back)\n{}".format(
+                tag, out[-2000:]))
+        hout = self.finish(vhost)
+        self.assertEqual(vhost.returncode, 0, hout[-3000:])
+        hs = self.summary("vhost")
+        self.assertTrue(hs["pool_audit_ok"], hout[-2000:])
+        self.assertEqual(hs["mbufs_in_use_at_exit"], 0)
+
 
 def main():
     global BINARY
