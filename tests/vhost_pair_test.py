@@ -300,6 +300,7 @@ class Frontend:
     """Speaks vhost-user from Python: one memfd region, split rings of 256 at fixed offsets."""
 
     N = 256
+    BASE = 0  # SET_VRING_BASE
 
     def __init__(self, path, rings=4, features=V1 | INDIRECT):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -318,7 +319,7 @@ class Frontend:
         self.send(5, struct.pack("<II", 1, 0) + struct.pack("<QQQQ", GUEST, REGION, GUEST, 0), [self.fd])
         for r in range(rings):
             self.send(8, struct.pack("<II", r, self.N))
-            self.send(10, struct.pack("<II", r, 0))
+            self.send(10, struct.pack("<II", r, self.BASE))
             d, a, u = self.ring(r)
             self.send(9, struct.pack("<IIQQQQ", r, 0, GUEST + d, GUEST + u, GUEST + a, 0))
             for req in (13, 12):  # CALL, then KICK (starts the ring)
@@ -471,8 +472,94 @@ def hostile_cases(fe):
             ("read_after_write", "rx_q0_read_after_write", read_after_write)]
 
 
+PACKED = 1 << 34
+P_AVAIL, P_USED = 1 << 7, 1 << 15  # packed descriptor flags (virtio 1.2 §2.8.1)
+
+
+class PackedFrontend(Frontend):
+    """The same frontend with packed rings (§2.8): descriptor ring, driver event area, device event
+    area in the desc/avail/used slots; wrap counters start at 1, only the first lap is used."""
+
+    BASE = 0x8000  # avail index 0, wrap counter 1
+
+    def __init__(self, path, rings=4, features=V1 | INDIRECT | PACKED):
+        self.pos = [0] * rings  # next descriptor the driver makes available, per ring
+        super().__init__(path, rings, features)
+
+    def pdesc(self, r, i, addr, length, ident, flags):
+        """Writes descriptor i; `flags` already carries AVAIL/USED as the test wants them."""
+        struct.pack_into("<QIH", self.mem, self.ring(r)[0] + 16 * i, addr, length, ident)
+        struct.pack_into("<H", self.mem, self.ring(r)[0] + 16 * i + 14, flags)
+
+    def chain(self, r, descs):
+        """Makes (addr, len, id, flags) descriptors available at the ring's position, the first
+        one last (§2.8.6); AVAIL is added to every flags value unless it has P_USED."""
+        at = self.pos[r]
+        for k in reversed(range(len(descs))):
+            addr, length, ident, flags = descs[k]
+            self.pdesc(r, (at + k) % self.N, addr, length, ident, flags if flags & P_USED else flags | P_AVAIL)
+        self.pos[r] += len(descs)
+
+    def used_count(self, r, upto):
+        """How many of the first `upto` descriptor slots the device has marked used (wrap 1)."""
+        base = self.ring(r)[0]
+        return sum(1 for i in range(upto)
+                   if struct.unpack_from("<H", self.mem, base + 16 * i + 14)[0] & (P_AVAIL | P_USED) ==
+                   P_AVAIL | P_USED)
+
+    def good_traffic(self, rx_ring, tx_ring, count):
+        for i in range(count):
+            self.chain(rx_ring, [(GUEST + self.buf(i), 2048, i, F_WRITE)])
+        for i in range(count):
+            off = self.buf(count + i)
+            self.mem[off:off + 12] = bytes(12)
+            self.mem[off + 12:off + 76] = bytes([0x02] * 6 + [0x04] * 6) + bytes(52)
+            self.chain(tx_ring, [(GUEST + off, 76, i, 0)])
+        end = time.time() + 5
+        while time.time() < end:
+            if self.used_count(rx_ring, count) == count:
+                return True
+            time.sleep(0.01)
+        return False
+
+
+def packed_hostile_cases(fe):
+    """(name, xstat, action) for each bad packed chain on ring 1 (the frontend's TX ring of pair 0)."""
+    T = 1
+    table = 0x80000
+    ok = 0 if fe is None else GUEST + fe.buf(0)
+
+    def put_table(*entries):
+        for k, (addr, length, flags) in enumerate(entries):
+            struct.pack_into("<QIHH", fe.mem, table + 16 * k, addr, length, 0, flags)
+
+    cases = [
+        ("bad_id", "rx_q0_packed_bad_id", lambda: fe.chain(T, [(ok, 64, 300, 0)])),
+        ("bad_wrap", "rx_q0_packed_bad_wrap",  # second descriptor still marked for the last lap
+         lambda: fe.chain(T, [(ok, 32, 0, F_NEXT), (ok, 32, 0, P_USED | P_AVAIL)])),
+        ("outside", "rx_q0_bad_address", lambda: fe.chain(T, [(0x1000, 64, 0, 0)])),
+        ("crossing_end", "rx_q0_bad_address", lambda: fe.chain(T, [(GUEST + REGION - 16, 64, 0, 0)])),
+        ("overflow", "rx_q0_bad_address", lambda: fe.chain(T, [((1 << 64) - 8, 64, 0, 0)])),
+        ("longer_than_ring", "rx_q0_too_many_segments", lambda: fe.chain(T, [(ok, 8, 0, F_NEXT)] * fe.N)),
+        ("indirect_len", "rx_q0_indirect_bad_length", lambda: fe.chain(T, [(GUEST + table, 20, 0, F_INDIRECT)])),
+        ("indirect_too_big", "rx_q0_indirect_bad_length",
+         lambda: fe.chain(T, [(GUEST + table, 16 * 300, 0, F_INDIRECT)])),
+        ("indirect_nested", "rx_q0_indirect_nested",
+         lambda: (put_table((GUEST + table, 16, F_INDIRECT)), fe.chain(T, [(GUEST + table, 16, 0, F_INDIRECT)]))),
+        ("indirect_next_inside", "rx_q0_indirect_with_next",
+         lambda: (put_table((ok, 32, F_NEXT), (ok, 32, 0)), fe.chain(T, [(GUEST + table, 32, 0, F_INDIRECT)]))),
+        ("indirect_with_next", "rx_q0_indirect_with_next",
+         lambda: fe.chain(T, [(GUEST + table, 16, 0, F_INDIRECT | F_NEXT), (ok, 64, 0, 0)])),
+        ("read_after_write", "rx_q0_read_after_write",
+         lambda: fe.chain(T, [(ok, 64, 0, F_WRITE | F_NEXT), (ok, 64, 0, 0)])),
+    ]
+    return cases
+
+
 class HostileFrontend(PairBase):
-    def test_each_bad_descriptor_breaks_only_its_ring(self):
+    def run_cases(self, frontend, cases, bad_message):
+        """One connection per bad chain from cases(fe) on ring 1; pair 1 must keep forwarding, the
+        process must survive, and each refusal must show in the port's xstats at the end."""
         vhost = self.start([BINARY, "--no-huge"] + VHOST_LCORES +
                            ["--vdev", "net_vhost0,iface={},queues=2".format(self.sock), "--",
                             "--summary-json", os.path.join(self.tmp.name, "vhost.json"), "-i",
@@ -481,25 +568,24 @@ class HostileFrontend(PairBase):
         self.assertTrue(wait_for_socket(self.sock, vhost))
         expected = {}
         names = []
-        probe = None
-        for name, xstat, _ in hostile_cases(None):
+        for name, xstat, _ in cases(None):
             names.append(name)
             expected[xstat] = expected.get(xstat, 0) + 1
-        for i, name in enumerate(names):
+        for name in names:
             # One connection per case: the ring stays broken (sticky) until the frontend goes.
-            fe = Frontend(self.sock)
-            action = dict((n, a) for n, _, a in hostile_cases(fe))[name]
-            action()
+            fe = frontend(self.sock)
+            dict((n, a) for n, _, a in cases(fe))[name]()
             # Pair 1 (rings 2 and 3) must keep forwarding while ring 1 is broken.
             self.assertTrue(fe.good_traffic(2, 3, 32), "{}: the good queue pair stopped forwarding".format(name))
             self.assertIsNone(vhost.poll(), "{}: the backend died".format(name))
             fe.close()
             time.sleep(0.3)  # the backend notices the disconnect
-        # A bad message (ring index beyond the rings) closes the connection, not the process.
-        fe = Frontend(self.sock)
-        fe.send(8, struct.pack("<II", 9, 256))
-        time.sleep(0.2)
-        fe.close()
+        if bad_message:
+            # A bad message (ring index beyond the rings) closes the connection, not the process.
+            fe = frontend(self.sock)
+            fe.send(8, struct.pack("<II", 9, 256))
+            time.sleep(0.2)
+            fe.close()
         vhost.stdin.write("show port xstats 0\nquit\n")
         vhost.stdin.flush()
         out = self.finish(vhost)
@@ -510,10 +596,17 @@ class HostileFrontend(PairBase):
         self.assertEqual(xstats.get("tx_q1_broken"), 0)
         self.assertEqual(xstats.get("rx_q1_broken"), 0)
         self.assertIn("ring 1 was broken by the frontend", out)
-        self.assertIn("expected a ring below 4", out)
+        if bad_message:
+            self.assertIn("expected a ring below 4", out)
         s = self.summary("vhost")
         self.assertTrue(s["pool_audit_ok"], out[-2000:])
         self.assertGreaterEqual(s["ports"][0]["rx_packets"], 32 * len(names))
+
+    def test_each_bad_descriptor_breaks_only_its_ring(self):
+        self.run_cases(Frontend, hostile_cases, True)
+
+    def test_each_bad_packed_chain_breaks_only_its_ring(self):
+        self.run_cases(PackedFrontend, packed_hostile_cases, False)
 
 
 def read_eventfd(fd):
