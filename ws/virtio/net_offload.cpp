@@ -27,6 +27,7 @@ bool tx_offload_to_net_hdr(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept {
   const std::uint32_t l4_off = m.l2_len + m.l3_len;
   const std::uint32_t l4_hdr = l4 == 0 ? 0 : (tcp ? sizeof(TcpHdr) : sizeof(UdpHdr));
   if (m.l3_len == 0 || l4_off + l4_hdr > m.data_len || l4_off > m.pkt_len) return false;
+  if (tso && (m.l4_len < sizeof(TcpHdr) || l4_off + m.l4_len > m.data_len)) return false;  // hdr_len must hold
   std::uint8_t* l3 = m.data() + m.l2_len;
   if (f & mbuf_flag::tx_ip_cksum) {  // no IP checksum offload in virtio: in software, as DPDK's vhost
     auto* ip = reinterpret_cast<Ipv4Hdr*>(l3);
