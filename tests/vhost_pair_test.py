@@ -706,6 +706,38 @@ class Lifecycle(PairBase):
         self.assertTrue(hs["pool_audit_ok"], hout[-2000:])
         self.assertEqual(hs["mbufs_in_use_at_exit"], 0)
 
+    def test_server_frontend_serves_a_backend_that_comes_back(self):
+        """virtio_user server=1 (split rings) keeps its rings while net_vhost client=1 backends come
+        and go: the first exits, the second is killed mid-traffic, the third forwards both ways.
+        The virtio side generates (flowgen), so traffic does not depend on packets that were
+        inside a backend when it went away."""
+        dev = "virtio_user0,path={},queues=1,server=1".format(self.sock)
+        front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev, ["--forward-mode=flowgen", "--auto-start",
+                                                         "--nb-cores=1"], "front", 9))
+        self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
+        for k, fate in enumerate(("exits", "killed", "verified")):
+            tag = "back{}".format(k)
+            back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
+                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag,
+                                        30 if fate == "killed" else 2))
+            if fate == "killed":
+                time.sleep(1.5)
+                back.send_signal(signal.SIGKILL)
+                back.wait()
+                continue
+            out = self.finish(back)
+            self.assertEqual(back.returncode, 0, out[-3000:])
+            s = self.summary(tag)
+            self.assertTrue(s["pool_audit_ok"], out[-2000:])
+            self.assertEqual(s["mbufs_in_use_at_exit"], 0, tag)
+            p = s["ports"][0]
+            self.assertGreater(p["rx_packets"], 10000, "{}: the frontend's TX ring did not resume".format(tag))
+            self.assertGreater(p["tx_packets"], 10000, "{}: the frontend's RX ring did not resume".format(tag))
+        fout = self.finish(front)
+        self.assertEqual(front.returncode, 0, fout[-3000:])
+        self.check_side(self.summary("front"), fout, "virtio_user server=1")
+        self.assertEqual(fout.count("the vhost backend is back"), 2, fout[-3000:])
+
 
 def main():
     global BINARY
