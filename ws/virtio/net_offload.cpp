@@ -11,13 +11,8 @@
 
 namespace ws::virtio {
 
-namespace {
-constexpr std::uint64_t tx_requests = mbuf_flag::tx_ip_cksum | mbuf_flag::tx_l4_mask | mbuf_flag::tx_tcp_seg;
-}  // namespace
-
-bool tx_offload_to_net_hdr(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept {
+bool tx_offload_to_net_hdr_slow(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept {
   const std::uint64_t f = m.ol_flags;
-  if ((f & tx_requests) == 0) return true;
   const bool tso = (f & mbuf_flag::tx_tcp_seg) != 0;
   const bool ipv6 = (f & mbuf_flag::tx_ipv6) != 0;
   if (tso && (m.tso_segsz == 0 || !(ipv6 ? peer.tso6 : peer.tso4))) return false;
@@ -54,9 +49,7 @@ bool tx_offload_to_net_hdr(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept {
   return true;
 }
 
-void rx_net_hdr_to_offload(const NetHdr& h, Mbuf& m) noexcept {
-  if (h.flags == 0 && h.gso_type == NetHdr::gso_none) [[likely]]
-    return;
+void rx_net_hdr_to_offload_slow(const NetHdr& h, Mbuf& m) noexcept {
   if (h.flags & NetHdr::f_needs_csum) {
     // Complete the partial checksum (net_vhost's rx_sw_csum, DPDK's default when the application
     // did not ask for RX checksum offload): delivered packets carry a valid checksum.

@@ -46,11 +46,22 @@ struct HdrOffloads {
 // Requests the peer did not accept are done in software (checksums); a TSO request the peer
 // cannot take returns false (the caller drops and counts it: segmentation changes the packet
 // count and has its own call, gso_segment). Headers must sit in the first segment.
-bool tx_offload_to_net_hdr(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept;
+bool tx_offload_to_net_hdr_slow(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept;
+inline constexpr std::uint64_t tx_header_requests = mbuf_flag::tx_ip_cksum | mbuf_flag::tx_l4_mask | mbuf_flag::tx_tcp_seg;
+inline bool tx_offload_to_net_hdr(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept {
+  if ((m.ol_flags & tx_header_requests) == 0) [[likely]]
+    return true;  // inline: a packet that asks for nothing pays one test
+  return tx_offload_to_net_hdr_slow(m, h, peer);
+}
 
 // Applies a received, already validated (check_net_hdr) header to m: completes a partial
 // checksum in software, sets rx_l4_cksum_good for DATA_VALID, rx_lro + tso_segsz for GSO.
 // Headers it cannot parse leave m's flags alone (the data is delivered as is).
-void rx_net_hdr_to_offload(const NetHdr& h, Mbuf& m) noexcept;
+void rx_net_hdr_to_offload_slow(const NetHdr& h, Mbuf& m) noexcept;
+inline void rx_net_hdr_to_offload(const NetHdr& h, Mbuf& m) noexcept {
+  if (h.flags == 0 && h.gso_type == NetHdr::gso_none) [[likely]]
+    return;  // inline: a header that says nothing costs one test
+  rx_net_hdr_to_offload_slow(h, m);
+}
 
 }  // namespace ws::virtio
