@@ -738,6 +738,33 @@ class Lifecycle(PairBase):
         self.check_side(self.summary("front"), fout, "virtio_user server=1")
         self.assertEqual(fout.count("the vhost backend is back"), 2, fout[-3000:])
 
+    def test_server_frontend_with_dpdk_backends_that_come_back(self):
+        """The same with DPDK's net_vhost client=1 as the backend: one stops, the next forwards."""
+        need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        dev = "virtio_user0,path={},queues=1,server=1".format(self.sock)
+        front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev, ["--forward-mode=flowgen",
+                                                                                   "--auto-start", "--nb-cores=1"],
+                                     "front", 8))
+        self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
+        for k in range(2):
+            back = self.start([DPDK, "--no-huge", "-m", "512"] + VHOST_LCORES +
+                              ["--file-prefix=wsvh{}".format(os.getpid()), "--no-pci", "--single-file-segments",
+                               "--vdev", "net_vhost0,iface={},client=1".format(self.sock), "--",
+                               "--forward-mode=io", "--auto-start", "--nb-cores=1"] + POOL, stdin=subprocess.PIPE)
+            time.sleep(2.5)
+            back.stdin.write("\n")
+            back.stdin.flush()
+            out = self.finish(back)
+            drx, dtx = dpdk_totals(out)
+            self.assertIsNotNone(drx, out[-3000:])
+            self.assertGreater(drx, 1000, "DPDK backend {}: the frontend's TX ring did not (re)start".format(k))
+            self.assertGreater(dtx, 1000, "DPDK backend {}: the frontend's RX ring did not (re)start".format(k))
+            shutil.rmtree(os.path.join("/var/run/dpdk", "wsvh{}".format(os.getpid())), ignore_errors=True)
+        fout = self.finish(front)
+        self.assertEqual(front.returncode, 0, fout[-3000:])
+        self.check_side(self.summary("front"), fout, "virtio_user server=1")
+        self.assertEqual(fout.count("the vhost backend is back"), 1, fout[-3000:])
+
 
 def main():
     global BINARY
