@@ -2,9 +2,11 @@
 """vhost-user pairs with real peers: wirespeed-testpmd's net_vhost and virtio_user against each
 other (split and packed, in_order 0/1, mrg_rxbuf 0/1, 1 and 2 queue pairs, 64 B, 1500 B and
 two-segment packets) and against Debian's dpdk-testpmd in both directions; a hostile frontend
-written here (it speaks vhost-user, shares a memfd and posts each kind of bad descriptor) that
-must break only its own ring while another queue pair keeps forwarding; and a frontend that is
-killed and comes back.
+written here (it speaks vhost-user, shares a memfd and posts each kind of bad descriptor, split
+and packed) that must break only its own ring while another queue pair keeps forwarding;
+EVENT_IDX interrupts following used_event; and lifecycle: a frontend killed and restarted, a
+net_vhost client=1 reconnecting to virtio_user servers that exit or are killed, and a virtio_user
+server=1 serving our and DPDK's client=1 backends that go away and come back.
 
 Tests needing root (hugepages for DPDK) or dpdk-testpmd skip when those are missing, but fail
 when the CI environment variable is set.
