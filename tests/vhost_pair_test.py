@@ -2,9 +2,11 @@
 """vhost-user pairs with real peers: wirespeed-testpmd's net_vhost and virtio_user against each
 other (split and packed, in_order 0/1, mrg_rxbuf 0/1, 1 and 2 queue pairs, 64 B, 1500 B and
 two-segment packets) and against Debian's dpdk-testpmd in both directions; a hostile frontend
-written here (it speaks vhost-user, shares a memfd and posts each kind of bad descriptor) that
-must break only its own ring while another queue pair keeps forwarding; and a frontend that is
-killed and comes back.
+written here (it speaks vhost-user, shares a memfd and posts each kind of bad descriptor, split
+and packed) that must break only its own ring while another queue pair keeps forwarding;
+EVENT_IDX interrupts following used_event; and lifecycle: a frontend killed and restarted, a
+net_vhost client=1 reconnecting to virtio_user servers that exit or are killed, and a virtio_user
+server=1 serving our and DPDK's client=1 backends that go away and come back.
 
 Tests needing root (hugepages for DPDK) or dpdk-testpmd skip when those are missing, but fail
 when the CI environment variable is set.
@@ -293,13 +295,14 @@ class OursWithDpdk(PairBase):
 GUEST = 0x10000000  # guest and user address of our one region
 REGION = 1 << 20
 F_NEXT, F_WRITE, F_INDIRECT = 1, 2, 4
-V1, INDIRECT = 1 << 32, 1 << 28
+V1, INDIRECT, EVENT_IDX = 1 << 32, 1 << 28, 1 << 29
 
 
 class Frontend:
     """Speaks vhost-user from Python: one memfd region, split rings of 256 at fixed offsets."""
 
     N = 256
+    BASE = 0  # SET_VRING_BASE
 
     def __init__(self, path, rings=4, features=V1 | INDIRECT):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -318,7 +321,7 @@ class Frontend:
         self.send(5, struct.pack("<II", 1, 0) + struct.pack("<QQQQ", GUEST, REGION, GUEST, 0), [self.fd])
         for r in range(rings):
             self.send(8, struct.pack("<II", r, self.N))
-            self.send(10, struct.pack("<II", r, 0))
+            self.send(10, struct.pack("<II", r, self.BASE))
             d, a, u = self.ring(r)
             self.send(9, struct.pack("<IIQQQQ", r, 0, GUEST + d, GUEST + u, GUEST + a, 0))
             for req in (13, 12):  # CALL, then KICK (starts the ring)
@@ -471,8 +474,94 @@ def hostile_cases(fe):
             ("read_after_write", "rx_q0_read_after_write", read_after_write)]
 
 
+PACKED = 1 << 34
+P_AVAIL, P_USED = 1 << 7, 1 << 15  # packed descriptor flags (virtio 1.2 §2.8.1)
+
+
+class PackedFrontend(Frontend):
+    """The same frontend with packed rings (§2.8): descriptor ring, driver event area, device event
+    area in the desc/avail/used slots; wrap counters start at 1, only the first lap is used."""
+
+    BASE = 0x8000  # avail index 0, wrap counter 1
+
+    def __init__(self, path, rings=4, features=V1 | INDIRECT | PACKED):
+        self.pos = [0] * rings  # next descriptor the driver makes available, per ring
+        super().__init__(path, rings, features)
+
+    def pdesc(self, r, i, addr, length, ident, flags):
+        """Writes descriptor i; `flags` already carries AVAIL/USED as the test wants them."""
+        struct.pack_into("<QIH", self.mem, self.ring(r)[0] + 16 * i, addr, length, ident)
+        struct.pack_into("<H", self.mem, self.ring(r)[0] + 16 * i + 14, flags)
+
+    def chain(self, r, descs):
+        """Makes (addr, len, id, flags) descriptors available at the ring's position, the first
+        one last (§2.8.6); AVAIL is added to every flags value unless it has P_USED."""
+        at = self.pos[r]
+        for k in reversed(range(len(descs))):
+            addr, length, ident, flags = descs[k]
+            self.pdesc(r, (at + k) % self.N, addr, length, ident, flags if flags & P_USED else flags | P_AVAIL)
+        self.pos[r] += len(descs)
+
+    def used_count(self, r, upto):
+        """How many of the first `upto` descriptor slots the device has marked used (wrap 1)."""
+        base = self.ring(r)[0]
+        return sum(1 for i in range(upto)
+                   if struct.unpack_from("<H", self.mem, base + 16 * i + 14)[0] & (P_AVAIL | P_USED) ==
+                   P_AVAIL | P_USED)
+
+    def good_traffic(self, rx_ring, tx_ring, count):
+        for i in range(count):
+            self.chain(rx_ring, [(GUEST + self.buf(i), 2048, i, F_WRITE)])
+        for i in range(count):
+            off = self.buf(count + i)
+            self.mem[off:off + 12] = bytes(12)
+            self.mem[off + 12:off + 76] = bytes([0x02] * 6 + [0x04] * 6) + bytes(52)
+            self.chain(tx_ring, [(GUEST + off, 76, i, 0)])
+        end = time.time() + 5
+        while time.time() < end:
+            if self.used_count(rx_ring, count) == count:
+                return True
+            time.sleep(0.01)
+        return False
+
+
+def packed_hostile_cases(fe):
+    """(name, xstat, action) for each bad packed chain on ring 1 (the frontend's TX ring of pair 0)."""
+    T = 1
+    table = 0x80000
+    ok = 0 if fe is None else GUEST + fe.buf(0)
+
+    def put_table(*entries):
+        for k, (addr, length, flags) in enumerate(entries):
+            struct.pack_into("<QIHH", fe.mem, table + 16 * k, addr, length, 0, flags)
+
+    cases = [
+        ("bad_id", "rx_q0_packed_bad_id", lambda: fe.chain(T, [(ok, 64, 300, 0)])),
+        ("bad_wrap", "rx_q0_packed_bad_wrap",  # second descriptor still marked for the last lap
+         lambda: fe.chain(T, [(ok, 32, 0, F_NEXT), (ok, 32, 0, P_USED | P_AVAIL)])),
+        ("outside", "rx_q0_bad_address", lambda: fe.chain(T, [(0x1000, 64, 0, 0)])),
+        ("crossing_end", "rx_q0_bad_address", lambda: fe.chain(T, [(GUEST + REGION - 16, 64, 0, 0)])),
+        ("overflow", "rx_q0_bad_address", lambda: fe.chain(T, [((1 << 64) - 8, 64, 0, 0)])),
+        ("longer_than_ring", "rx_q0_too_many_segments", lambda: fe.chain(T, [(ok, 8, 0, F_NEXT)] * fe.N)),
+        ("indirect_len", "rx_q0_indirect_bad_length", lambda: fe.chain(T, [(GUEST + table, 20, 0, F_INDIRECT)])),
+        ("indirect_too_big", "rx_q0_indirect_bad_length",
+         lambda: fe.chain(T, [(GUEST + table, 16 * 300, 0, F_INDIRECT)])),
+        ("indirect_nested", "rx_q0_indirect_nested",
+         lambda: (put_table((GUEST + table, 16, F_INDIRECT)), fe.chain(T, [(GUEST + table, 16, 0, F_INDIRECT)]))),
+        ("indirect_next_inside", "rx_q0_indirect_with_next",
+         lambda: (put_table((ok, 32, F_NEXT), (ok, 32, 0)), fe.chain(T, [(GUEST + table, 32, 0, F_INDIRECT)]))),
+        ("indirect_with_next", "rx_q0_indirect_with_next",
+         lambda: fe.chain(T, [(GUEST + table, 16, 0, F_INDIRECT | F_NEXT), (ok, 64, 0, 0)])),
+        ("read_after_write", "rx_q0_read_after_write",
+         lambda: fe.chain(T, [(ok, 64, 0, F_WRITE | F_NEXT), (ok, 64, 0, 0)])),
+    ]
+    return cases
+
+
 class HostileFrontend(PairBase):
-    def test_each_bad_descriptor_breaks_only_its_ring(self):
+    def run_cases(self, frontend, cases, bad_message):
+        """One connection per bad chain from cases(fe) on ring 1; pair 1 must keep forwarding, the
+        process must survive, and each refusal must show in the port's xstats at the end."""
         vhost = self.start([BINARY, "--no-huge"] + VHOST_LCORES +
                            ["--vdev", "net_vhost0,iface={},queues=2".format(self.sock), "--",
                             "--summary-json", os.path.join(self.tmp.name, "vhost.json"), "-i",
@@ -481,25 +570,24 @@ class HostileFrontend(PairBase):
         self.assertTrue(wait_for_socket(self.sock, vhost))
         expected = {}
         names = []
-        probe = None
-        for name, xstat, _ in hostile_cases(None):
+        for name, xstat, _ in cases(None):
             names.append(name)
             expected[xstat] = expected.get(xstat, 0) + 1
-        for i, name in enumerate(names):
+        for name in names:
             # One connection per case: the ring stays broken (sticky) until the frontend goes.
-            fe = Frontend(self.sock)
-            action = dict((n, a) for n, _, a in hostile_cases(fe))[name]
-            action()
+            fe = frontend(self.sock)
+            dict((n, a) for n, _, a in cases(fe))[name]()
             # Pair 1 (rings 2 and 3) must keep forwarding while ring 1 is broken.
             self.assertTrue(fe.good_traffic(2, 3, 32), "{}: the good queue pair stopped forwarding".format(name))
             self.assertIsNone(vhost.poll(), "{}: the backend died".format(name))
             fe.close()
             time.sleep(0.3)  # the backend notices the disconnect
-        # A bad message (ring index beyond the rings) closes the connection, not the process.
-        fe = Frontend(self.sock)
-        fe.send(8, struct.pack("<II", 9, 256))
-        time.sleep(0.2)
-        fe.close()
+        if bad_message:
+            # A bad message (ring index beyond the rings) closes the connection, not the process.
+            fe = frontend(self.sock)
+            fe.send(8, struct.pack("<II", 9, 256))
+            time.sleep(0.2)
+            fe.close()
         vhost.stdin.write("show port xstats 0\nquit\n")
         vhost.stdin.flush()
         out = self.finish(vhost)
@@ -510,10 +598,59 @@ class HostileFrontend(PairBase):
         self.assertEqual(xstats.get("tx_q1_broken"), 0)
         self.assertEqual(xstats.get("rx_q1_broken"), 0)
         self.assertIn("ring 1 was broken by the frontend", out)
-        self.assertIn("expected a ring below 4", out)
+        if bad_message:
+            self.assertIn("expected a ring below 4", out)
         s = self.summary("vhost")
         self.assertTrue(s["pool_audit_ok"], out[-2000:])
         self.assertGreaterEqual(s["ports"][0]["rx_packets"], 32 * len(names))
+
+    def test_each_bad_descriptor_breaks_only_its_ring(self):
+        self.run_cases(Frontend, hostile_cases, True)
+
+    def test_each_bad_packed_chain_breaks_only_its_ring(self):
+        self.run_cases(PackedFrontend, packed_hostile_cases, False)
+
+
+def read_eventfd(fd):
+    """The count an eventfd (non-blocking) holds, or 0 when nothing was signalled."""
+    try:
+        return struct.unpack("<Q", os.read(fd, 8))[0]
+    except BlockingIOError:
+        return 0
+
+
+class EventIdx(PairBase):
+    def test_interrupts_follow_used_event(self):
+        """With EVENT_IDX the backend interrupts when the used index passes the driver's used_event
+        and not otherwise (virtio 1.2 §2.7.10); without it, whenever interrupts are not suppressed."""
+        vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
+                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 5))
+        self.assertTrue(wait_for_socket(self.sock, vhost))
+        for features, later in ((V1 | EVENT_IDX, 0), (V1, 1)):
+            with self.subTest(event_idx=bool(features & EVENT_IDX)):
+                fe = Frontend(self.sock, rings=2, features=features)
+                try:
+                    call = fe.fds[0]  # ring 0 (the frontend's RX ring): its call eventfd
+                    os.set_blocking(call, False)
+                    used_event = fe.ring(0)[1] + 4 + 2 * fe.N
+                    struct.pack_into("<H", fe.mem, used_event, 9)  # interrupt once used idx passes 9
+                    self.assertTrue(fe.good_traffic(0, 1, 16), hex(features))
+                    self.assertGreaterEqual(read_eventfd(call), 1, "used idx 0 -> 16 passed used_event 9")
+                    struct.pack_into("<H", fe.mem, used_event, 100)
+                    fe.good_traffic(0, 1, 16)
+                    end = time.time() + 5
+                    while fe.used_idx(0) < 32 and time.time() < end:
+                        time.sleep(0.01)
+                    self.assertEqual(fe.used_idx(0), 32)
+                    self.assertEqual(min(read_eventfd(call), 1), later, "used idx 16 -> 32, used_event 100")
+                finally:
+                    fe.close()
+                time.sleep(0.3)  # the backend notices the disconnect before the next frontend
+        out = self.finish(vhost)
+        self.assertEqual(vhost.returncode, 0, out[-3000:])
+        s = self.summary("vhost")
+        self.assertTrue(s["pool_audit_ok"], out[-2000:])
+        self.assertEqual(s["mbufs_in_use_at_exit"], 0)
 
 
 class Lifecycle(PairBase):
@@ -540,6 +677,95 @@ class Lifecycle(PairBase):
         self.assertTrue(hs["pool_audit_ok"], hout[-2000:])
         self.assertEqual(hs["mbufs_in_use_at_exit"], 0)
         self.assertGreater(ss["ports"][0]["rx_packets"], 10000, sout[-2000:] + hout[-2000:])
+
+    def test_client_backend_reconnects(self):
+        """net_vhost client=1 serves one virtio_user server=1 after another: the first exits, the
+        second is killed mid-traffic, the third forwards; no mbuf is lost on either side."""
+        vhost = None
+        for k, fate in enumerate(("exits", "killed", "verified")):
+            dev = "virtio_user0,path={},queues=1,packed_vq={},server=1".format(self.sock, k % 2)
+            tag = "front{}".format(k)
+            front = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
+                                                             "--nb-cores=1"], tag, 30 if fate == "killed" else 2))
+            self.assertTrue(wait_for_socket(self.sock, front), "{}: virtio_user server=1 did not listen".format(tag))
+            if vhost is None:
+                vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
+                                             ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 10))
+            if fate == "killed":
+                time.sleep(1.5)
+                front.send_signal(signal.SIGKILL)
+                front.wait()
+                continue
+            out = self.finish(front)
+            self.assertEqual(front.returncode, 0, out[-3000:])
+            s = self.summary(tag)
+            self.check_side(s, out, tag)
+            self.assertGreater(s["ports"][0]["rx_packets"], 10000, "{}: the backend did not come (back)\n{}".format(
+                tag, out[-2000:]))
+        hout = self.finish(vhost)
+        self.assertEqual(vhost.returncode, 0, hout[-3000:])
+        hs = self.summary("vhost")
+        self.assertTrue(hs["pool_audit_ok"], hout[-2000:])
+        self.assertEqual(hs["mbufs_in_use_at_exit"], 0)
+
+    def test_server_frontend_serves_a_backend_that_comes_back(self):
+        """virtio_user server=1 (split rings) keeps its rings while net_vhost client=1 backends come
+        and go: the first exits, the second is killed mid-traffic, the third forwards both ways.
+        The virtio side generates (flowgen), so traffic does not depend on packets that were
+        inside a backend when it went away."""
+        dev = "virtio_user0,path={},queues=1,server=1".format(self.sock)
+        front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev, ["--forward-mode=flowgen", "--auto-start",
+                                                         "--nb-cores=1"], "front", 9))
+        self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
+        for k, fate in enumerate(("exits", "killed", "verified")):
+            tag = "back{}".format(k)
+            back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
+                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag,
+                                        30 if fate == "killed" else 2))
+            if fate == "killed":
+                time.sleep(1.5)
+                back.send_signal(signal.SIGKILL)
+                back.wait()
+                continue
+            out = self.finish(back)
+            self.assertEqual(back.returncode, 0, out[-3000:])
+            s = self.summary(tag)
+            self.assertTrue(s["pool_audit_ok"], out[-2000:])
+            self.assertEqual(s["mbufs_in_use_at_exit"], 0, tag)
+            p = s["ports"][0]
+            self.assertGreater(p["rx_packets"], 10000, "{}: the frontend's TX ring did not resume".format(tag))
+            self.assertGreater(p["tx_packets"], 10000, "{}: the frontend's RX ring did not resume".format(tag))
+        fout = self.finish(front)
+        self.assertEqual(front.returncode, 0, fout[-3000:])
+        self.check_side(self.summary("front"), fout, "virtio_user server=1")
+        self.assertEqual(fout.count("the vhost backend is back"), 2, fout[-3000:])
+
+    def test_server_frontend_with_dpdk_backends_that_come_back(self):
+        """The same with DPDK's net_vhost client=1 as the backend: one stops, the next forwards."""
+        need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        dev = "virtio_user0,path={},queues=1,server=1".format(self.sock)
+        front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev, ["--forward-mode=flowgen",
+                                                                                   "--auto-start", "--nb-cores=1"],
+                                     "front", 11))
+        self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
+        for k in range(2):
+            back = self.start([DPDK, "--no-huge", "-m", "512"] + VHOST_LCORES +
+                              ["--file-prefix=wsvh{}".format(os.getpid()), "--no-pci", "--single-file-segments",
+                               "--vdev", "net_vhost0,iface={},client=1".format(self.sock), "--",
+                               "--forward-mode=io", "--auto-start", "--nb-cores=1"] + POOL, stdin=subprocess.PIPE)
+            time.sleep(2.5)
+            back.stdin.write("\n")
+            back.stdin.flush()
+            out = self.finish(back)
+            drx, dtx = dpdk_totals(out)
+            self.assertIsNotNone(drx, out[-3000:])
+            self.assertGreater(drx, 100, "DPDK backend {}: the frontend's TX ring did not (re)start".format(k))
+            self.assertGreater(dtx, 100, "DPDK backend {}: the frontend's RX ring did not (re)start".format(k))
+            shutil.rmtree(os.path.join("/var/run/dpdk", "wsvh{}".format(os.getpid())), ignore_errors=True)
+        fout = self.finish(front)
+        self.assertEqual(front.returncode, 0, fout[-3000:])
+        self.check_side(self.summary("front"), fout, "virtio_user server=1")
+        self.assertEqual(fout.count("the vhost backend is back"), 1, fout[-3000:])
 
 
 def main():

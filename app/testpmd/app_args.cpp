@@ -168,6 +168,17 @@ const std::vector<OptionSpec>& option_table() {
        }},
       {"--record-core-cycles", false,
        [](AppOptions& o, std::string_view) -> Result<void> { o.record_core_cycles = true; return {}; }},
+      {"--tx-offloads", true,
+       [](AppOptions& o, std::string_view v) -> Result<void> {
+         const bool hex = v.starts_with("0x") || v.starts_with("0X");
+         const std::string_view digits = hex ? v.substr(2) : v;
+         std::uint64_t n = 0;
+         auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n, hex ? 16 : 10);
+         if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
+           return fail("--tx-offloads={}: expected a bit mask such as 0xe (DPDK's RTE_ETH_TX_OFFLOAD_* bits)", v);
+         o.tx_offloads = n;
+         return {};
+       }},
       {"--enable-rx-cksum", false,
        [](AppOptions& o, std::string_view) -> Result<void> { o.enable_rx_cksum = true; return {}; }},
       // Ports without a hardware hash get it in software (ws/net/rss) where the engine computes it.

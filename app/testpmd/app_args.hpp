@@ -48,6 +48,9 @@ struct AppOptions {
   std::vector<std::string> captures;  // --capture PORT,FILE[,FILTER]: pcapng capture from the start
   bool record_core_cycles = false;
   bool enable_rx_cksum = false;  // verify RX checksums (in software where ports give no verdict)
+  // --tx-offloads: DPDK's RTE_ETH_TX_OFFLOAD_* bits; IPV4/UDP/TCP_CKSUM (0x2/0x4/0x8) make the
+  // csum engine request those checksums from the TX port, as `csum set ip|udp|tcp hw`.
+  std::uint64_t tx_offloads = 0;
   std::uint32_t rss_types = 0;   // ws::rss_type bits from --rss-ip / --rss-udp
 };
 

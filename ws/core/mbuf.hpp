@@ -29,6 +29,7 @@ inline constexpr std::uint64_t rx_ip_cksum_good = 1ULL << 7;
 inline constexpr std::uint64_t rx_l4_cksum_bad = 1ULL << 3;
 inline constexpr std::uint64_t rx_l4_cksum_good = 1ULL << 8;
 inline constexpr std::uint64_t rx_vlan_stripped = 1ULL << 6;
+inline constexpr std::uint64_t rx_lro = 1ULL << 16;  // coalesced packet; tso_segsz = the sender's MSS
 inline constexpr std::uint64_t tx_tcp_seg = 1ULL << 50;
 inline constexpr std::uint64_t tx_tcp_cksum = 1ULL << 52;
 inline constexpr std::uint64_t tx_udp_cksum = 3ULL << 52;

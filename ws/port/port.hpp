@@ -51,6 +51,9 @@ std::uint16_t tx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept
 struct PortConfig {
   std::uint16_t rx_queues = 1;
   std::uint16_t tx_queues = 1;
+  // TX offloads the application will request in mbuf flags, DPDK's RTE_ETH_TX_OFFLOAD_* bits
+  // (txmode.offloads): a driver may pick a TX path that honours them only when asked.
+  std::uint64_t tx_offloads = 0;
 };
 
 struct RxQueueConfig {

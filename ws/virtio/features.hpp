@@ -11,8 +11,10 @@ inline constexpr unsigned csum = 0;         // device handles partial checksums
 inline constexpr unsigned guest_csum = 1;   // driver handles partial checksums
 inline constexpr unsigned mtu = 3;
 inline constexpr unsigned mac = 5;
-inline constexpr unsigned guest_tso4 = 7;
-inline constexpr unsigned host_tso4 = 11;
+inline constexpr unsigned guest_tso4 = 7;  // driver takes TCPv4 GSO packets
+inline constexpr unsigned guest_tso6 = 8;
+inline constexpr unsigned host_tso4 = 11;   // device takes TCPv4 GSO packets
+inline constexpr unsigned host_tso6 = 12;
 inline constexpr unsigned mrg_rxbuf = 15;   // num_buffers in the header (§5.1.6.3.2)
 inline constexpr unsigned status = 16;
 inline constexpr unsigned ctrl_vq = 17;
@@ -34,9 +36,15 @@ constexpr bool has(std::uint64_t mask, unsigned b) noexcept { return (mask & bit
 
 // What our vhost backend offers a frontend. The frontend may accept any subset; bits outside it
 // are refused at SET_FEATURES.
-// No checksum offloads and no EVENT_IDX yet: both sides poll with notifications suppressed.
+// Header offloads as DPDK's vhost library offers them (net_vhost strips HOST_TSO4/6 unless
+// tso=1). EVENT_IDX: interrupts go out when the driver's used_event (split) or descriptor event
+// (packed) asks; as we poll, our own kick requests stay where the ring started (split: one kick
+// per 65536 buffers at most).
+inline constexpr std::uint64_t header_offloads = bit(feature::csum) | bit(feature::guest_csum) |
+                                                 bit(feature::host_tso4) | bit(feature::host_tso6) |
+                                                 bit(feature::guest_tso4) | bit(feature::guest_tso6);
 inline constexpr std::uint64_t backend_offered =
-    bit(feature::mrg_rxbuf) | bit(feature::mq) | bit(feature::ctrl_vq) | bit(feature::mac) | bit(feature::status) |
+    header_offloads | bit(feature::event_idx) | bit(feature::mrg_rxbuf) | bit(feature::mq) | bit(feature::ctrl_vq) | bit(feature::mac) | bit(feature::status) |
     bit(feature::any_layout) | bit(feature::indirect_desc) | bit(feature::protocol_features) |
     bit(feature::version_1) | bit(feature::ring_packed) | bit(feature::in_order);
 

@@ -29,6 +29,7 @@ constexpr std::array vhost_params = {
     ParamSpec{"iface", "path", "", "unix socket path (required)"},
     ParamSpec{"queues", "uint", "1", "queue pairs, 1..8"},
     ParamSpec{"client", "bool", "0", "connect to the frontend's socket (and reconnect) instead of listening"},
+    ParamSpec{"tso", "bool", "0", "offer HOST_TSO4/6 (take TCP GSO packets from the frontend), as DPDK's net_vhost"},
 };
 
 struct alignas(cache_line_bytes) RxQ : QueueBase {
@@ -57,6 +58,18 @@ struct alignas(cache_line_bytes) TxQ : QueueBase {
   }
 };
 
+constexpr std::uint64_t offered(bool tso) noexcept {
+  using virtio::bit;
+  namespace feature = virtio::feature;
+  return tso ? virtio::backend_offered : virtio::backend_offered & ~(bit(feature::host_tso4) | bit(feature::host_tso6));
+}
+
+template <bool Packed>
+EnqueueFn pick_enqueue(bool mergeable, bool offload) noexcept {
+  if (offload) return mergeable ? &enqueue<Packed, true, true> : &enqueue<Packed, false, true>;
+  return mergeable ? &enqueue<Packed, true, false> : &enqueue<Packed, false, false>;
+}
+
 int unix_socket(const std::string& path, sockaddr_un& addr, std::string& error) {
   if (path.size() >= sizeof(addr.sun_path)) {
     error = fmt::format("path '{}' is longer than {} bytes", path, sizeof(addr.sun_path) - 1);
@@ -72,10 +85,10 @@ int unix_socket(const std::string& path, sockaddr_un& addr, std::string& error) 
 
 class VhostPort final : public Port, public virtio::RingListener {
  public:
-  VhostPort(std::string name, std::string iface, std::uint16_t queues, bool client)
+  VhostPort(std::string name, std::string iface, std::uint16_t queues, bool client, bool tso)
       : Port(name, "net_vhost"), iface_(std::move(iface)), client_(client), queues_(queues),
         slots_(std::make_unique<RingSlot[]>(2u * queues)),
-        backend_(virtio::BackendOptions{.name = name, .queue_pairs = queues}, this) {
+        backend_(virtio::BackendOptions{.name = name, .queue_pairs = queues, .features = offered(tso)}, this) {
     mac_ = MacAddress{{0x56, 0x48, 0x4f, 0x53, 0x54, 0x00}};  // DPDK net_vhost's "VHOST" address
   }
   ~VhostPort() override {
@@ -108,6 +121,7 @@ class VhostPort final : public Port, public virtio::RingListener {
                   c.rx_queues, c.tx_queues, queues_);
     rxq_.clear();
     txq_.clear();
+    tx_offloads_.store(c.tx_offloads, std::memory_order_relaxed);  // read when a ring starts
     for (std::uint16_t q = 0; q < c.rx_queues; ++q) {
       rxq_.push_back(std::make_unique<RxQ>());
       rxq_.back()->slot = &slots_[2u * q + 1];  // frontend TX ring
@@ -166,21 +180,28 @@ class VhostPort final : public Port, public virtio::RingListener {
     const std::uint64_t f = backend_.features();
     const bool indirect = virtio::has(f, virtio::feature::indirect_desc);
     const bool mrg = virtio::has(f, virtio::feature::mrg_rxbuf);
+    const bool event_idx = virtio::has(f, virtio::feature::event_idx);  // §2.7.10 / §2.8.10
+    // Offload variants only where there is something to map: the frontend's headers carry
+    // requests (CSUM/HOST_TSO), ours may (GUEST_*), or the application will ask for TX
+    // offloads that must then be done in software (as DPDK's net_vhost tx_sw_csum).
+    s.offload = virtio::HdrOffloads::device_tx(f);
+    const bool ol_in = virtio::has(f, virtio::feature::csum);
+    const bool ol_out = s.offload.any() || tx_offloads_.load(std::memory_order_relaxed) != 0;
     s.health.reset();
     if (backend_.packed()) {
       s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
                      reinterpret_cast<virtio::EventSuppress*>(v.used)},
-                    &backend_.memory(), &s.health, indirect, false, v.base);
+                    &backend_.memory(), &s.health, indirect, event_idx, v.base);
       s.packed.suppress_kicks(true);
-      s.dequeue = &dequeue<true>;
-      s.enqueue = mrg ? &enqueue<true, true> : &enqueue<true, false>;
+      s.dequeue = ol_in ? &dequeue<true, true> : &dequeue<true, false>;
+      s.enqueue = pick_enqueue<true>(mrg, ol_out);
     } else {
       s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc), reinterpret_cast<std::uint16_t*>(v.avail),
                     reinterpret_cast<std::uint16_t*>(v.used)},
-                   &backend_.memory(), &s.health, indirect, false, v.base);
+                   &backend_.memory(), &s.health, indirect, event_idx, v.base);
       s.split.suppress_kicks(true);
-      s.dequeue = &dequeue<false>;
-      s.enqueue = mrg ? &enqueue<false, true> : &enqueue<false, false>;
+      s.dequeue = ol_in ? &dequeue<false, true> : &dequeue<false, false>;
+      s.enqueue = pick_enqueue<false>(mrg, ol_out);
     }
     if (s.call_fd >= 0) ::close(s.call_fd);
     s.call_fd = v.call_fd >= 0 ? ::dup(v.call_fd) : -1;
@@ -211,6 +232,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   int listen_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> tx_offloads_{0};  // PortConfig::tx_offloads, for ring_started
   std::atomic<bool> ready_{false};
   std::vector<std::unique_ptr<RxQ>> rxq_;
   std::vector<std::unique_ptr<TxQ>> txq_;
@@ -305,7 +327,9 @@ class VhostDriver final : public Driver {
     if (!queues) return std::unexpected(queues.error());
     auto client = args.get_bool("client", false);
     if (!client) return std::unexpected(client.error());
-    auto port = std::make_unique<VhostPort>(args.name(), iface, static_cast<std::uint16_t>(*queues), *client);
+    auto tso = args.get_bool("tso", false);
+    if (!tso) return std::unexpected(tso.error());
+    auto port = std::make_unique<VhostPort>(args.name(), iface, static_cast<std::uint16_t>(*queues), *client, *tso);
     if (auto ok = port->open(); !ok) return std::unexpected(ok.error());
     return port;
   }

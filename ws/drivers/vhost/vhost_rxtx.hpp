@@ -13,6 +13,7 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
 #include "ws/virtio/net_hdr.hpp"
+#include "ws/virtio/net_offload.hpp"
 #include "ws/virtio/packed.hpp"
 #include "ws/virtio/split.hpp"
 
@@ -43,6 +44,7 @@ struct alignas(cache_line_bytes) RingSlot {
   DequeueFn dequeue = nullptr;
   EnqueueFn enqueue = nullptr;
   int call_fd = -1;  // our dup of the frontend's call eventfd
+  virtio::HdrOffloads offload;  // what the frontend takes in our headers (offload variants only)
   virtio::QueueHealth health;
   RingCounters counters;
   DefaultChain chains[17];  // scratch: up to 17 chains for one mergeable 64 KiB packet
@@ -86,7 +88,8 @@ inline constexpr std::uint32_t max_packet_bytes = 65535 + virtio::net_hdr_bytes;
 
 // Copies a readable chain (header first) into a chain of mbufs. Returns nullptr when the pool
 // ran dry (counted by the caller) or the chain is malformed (counted here).
-inline Mbuf* copy_from_chain(const DefaultChain& c, PktmbufPool& pool, RingSlot& slot, bool& nombuf) noexcept {
+inline Mbuf* copy_from_chain(const DefaultChain& c, PktmbufPool& pool, RingSlot& slot, bool& nombuf,
+                             virtio::NetHdr& hdr) noexcept {
   nombuf = false;
   if (c.readable_bytes < virtio::net_hdr_bytes || c.readable_bytes > max_packet_bytes) [[unlikely]] {
     slot.counters.bad_packet.add(1);
@@ -99,7 +102,6 @@ inline Mbuf* copy_from_chain(const DefaultChain& c, PktmbufPool& pool, RingSlot&
   }
   const auto total = static_cast<std::uint32_t>(c.readable_bytes - virtio::net_hdr_bytes);
   // The header is copied once (double fetch) and checked against the packet behind it.
-  virtio::NetHdr hdr;
   std::uint32_t skip = virtio::net_hdr_bytes, hdr_got = 0;
   Mbuf* m = head;
   for (std::uint16_t i = 0; i < c.readable; ++i) {
@@ -143,8 +145,9 @@ inline Mbuf* copy_from_chain(const DefaultChain& c, PktmbufPool& pool, RingSlot&
   return head;
 }
 
-// Frontend TX ring -> mbufs (the port's rx_burst).
-template <bool Packed>
+// Frontend TX ring -> mbufs (the port's rx_burst). Offload: the header's checksum/GSO fields
+// become mbuf flags (net_offload.hpp).
+template <bool Packed, bool Offload>
 std::uint16_t dequeue(RingSlot& s, PktmbufPool& pool, RxQueueCounters& counters, Mbuf** pkts,
                       std::uint16_t n) noexcept {
   auto& dev = engine<Packed>(s);
@@ -154,7 +157,8 @@ std::uint16_t dequeue(RingSlot& s, PktmbufPool& pool, RxQueueCounters& counters,
   while (got < n) {
     if (dev.pop(c) != Pop::chain) break;
     bool nombuf;
-    Mbuf* m = copy_from_chain(c, pool, s, nombuf);
+    virtio::NetHdr hdr;
+    Mbuf* m = copy_from_chain(c, pool, s, nombuf, hdr);
     if (nombuf) [[unlikely]] {
       if constexpr (Packed) dev.unpop(c.ring_descs); else dev.unpop(1);
       counters.nombuf.add(1);
@@ -166,6 +170,7 @@ std::uint16_t dequeue(RingSlot& s, PktmbufPool& pool, RxQueueCounters& counters,
       counters.errors.add(1);
       continue;
     }
+    if constexpr (Offload) virtio::rx_net_hdr_to_offload(hdr, *m);
     bytes += m->pkt_len;
     pkts[got++] = m;
   }
@@ -179,8 +184,8 @@ std::uint16_t dequeue(RingSlot& s, PktmbufPool& pool, RxQueueCounters& counters,
 }
 
 // Copies `m` (header first) into the writable segments of chains[0..k).
-inline void copy_to_chains(RingSlot& s, std::uint16_t k, const Mbuf* m, std::uint32_t* written) noexcept {
-  virtio::NetHdr hdr{};
+inline void copy_to_chains(RingSlot& s, std::uint16_t k, const Mbuf* m, std::uint32_t* written,
+                           virtio::NetHdr hdr) noexcept {
   hdr.num_buffers = k;
   const std::byte* src = reinterpret_cast<const std::byte*>(&hdr);
   std::uint32_t left = virtio::net_hdr_bytes;
@@ -217,14 +222,24 @@ inline void copy_to_chains(RingSlot& s, std::uint16_t k, const Mbuf* m, std::uin
 }
 
 // mbufs -> frontend RX ring (the port's tx_burst). The mbufs are freed: the data was copied.
-template <bool Packed, bool Mergeable>
+// Offload: TX checksum/TSO requests go into the header (net_offload.hpp).
+template <bool Packed, bool Mergeable, bool Offload>
 std::uint16_t enqueue(RingSlot& s, TxQueueCounters& counters, Mbuf** pkts, std::uint16_t n) noexcept {
   auto& dev = engine<Packed>(s);
   std::uint16_t sent = 0, used = 0;
   std::uint64_t bytes = 0;
   constexpr std::uint16_t max_chains = Mergeable ? 17 : 1;
   for (; sent < n; ++sent) {
-    const Mbuf* m = pkts[sent];
+    Mbuf* m = pkts[sent];
+    virtio::NetHdr hdr{};
+    if constexpr (Offload) {
+      if (!virtio::tx_offload_to_net_hdr(*m, hdr, s.offload)) [[unlikely]] {
+        counters.errors.add(1);  // a request the frontend cannot take (TSO without GUEST_TSO)
+        mbuf_free(m);
+        pkts[sent] = nullptr;
+        continue;
+      }
+    }
     const std::uint64_t need = std::uint64_t{m->pkt_len} + virtio::net_hdr_bytes;
     std::uint64_t room = 0;
     std::uint16_t k = 0;
@@ -248,7 +263,7 @@ std::uint16_t enqueue(RingSlot& s, TxQueueCounters& counters, Mbuf** pkts, std::
       break;  // ring empty (or broken): the rest stays with the caller
     }
     std::uint32_t written[17];
-    copy_to_chains(s, k, m, written);
+    copy_to_chains(s, k, m, written, hdr);
     for (std::uint16_t i = 0; i < k; ++i) push_used<Packed>(s, s.chains[i], written[i]);
     used = static_cast<std::uint16_t>(used + k);
     bytes += m->pkt_len;

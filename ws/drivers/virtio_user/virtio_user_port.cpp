@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "ws/core/log.hpp"
 #include "ws/drivers/virtio_user/virtio_user_rxtx.hpp"
@@ -35,14 +37,33 @@ constexpr std::array virtio_user_params = {
     ParamSpec{"in_order", "bool", "1", "negotiate IN_ORDER if the backend offers it"},
     ParamSpec{"mrg_rxbuf", "bool", "1", "negotiate MRG_RXBUF if the backend offers it"},
     ParamSpec{"server", "bool", "0", "listen on path and wait (30 s) for the backend to connect"},
+    ParamSpec{"event_idx", "bool", "1", "negotiate EVENT_IDX if the backend offers it (notifications by index)"},
+    ParamSpec{"csum", "bool", "0", "negotiate CSUM/GUEST_CSUM: TX checksum requests and RX checksum state in the header"},
+    ParamSpec{"tso", "bool", "0", "negotiate HOST_TSO4/6 and GUEST_TSO4/6 (with csum=1): TCP segmentation in the header"},
 };
 
 struct Options {
   std::string path;
   std::uint16_t queues = 1;
   std::uint32_t queue_size = 256;
-  bool packed = false, in_order = true, mrg = true, server = false;
+  bool packed = false, in_order = true, mrg = true, server = false, csum = false, tso = false, event_idx = true;
 };
+
+// Queue variants, one instance per feature combination (DESIGN.md: picked once, never per packet).
+template <bool Packed, bool Offload>
+std::unique_ptr<RxCommon> make_rx(bool mergeable) {
+  if (mergeable) return std::make_unique<VirtioRx<Packed, true, Offload>>();
+  return std::make_unique<VirtioRx<Packed, false, Offload>>();
+}
+template <bool Offload>
+std::unique_ptr<RxCommon> make_rx(bool packed, bool mergeable) {
+  return packed ? make_rx<true, Offload>(mergeable) : make_rx<false, Offload>(mergeable);
+}
+template <bool Offload>
+std::unique_ptr<TxCommon> make_tx(bool packed) {
+  if (packed) return std::make_unique<VirtioTx<true, Offload>>();
+  return std::make_unique<VirtioTx<false, Offload>>();
+}
 
 struct RingMem {
   virtio::SplitRing split;
@@ -57,11 +78,18 @@ class VirtioUserPort final : public Port {
     mac_ = MacAddress{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
   }
   ~VirtioUserPort() override {
+    stop_monitor();
     for (int fd : eventfds_) ::close(fd);
     if (sock_ >= 0) ::close(sock_);
+    if (listen_fd_ >= 0) {
+      ::close(listen_fd_);
+      ::unlink(o_.path.c_str());
+    }
   }
 
   Result<void> connect_and_negotiate();
+  Result<void> negotiate();
+  Result<void> choose_features(std::uint64_t offered);
 
   PortInfo info() const override { return {"virtio_user", o_.queues, o_.queues, 0, 65535}; }
   Result<void> do_configure(const PortConfig& c) override {
@@ -71,14 +99,17 @@ class VirtioUserPort final : public Port {
     rxq_.clear();
     txq_.clear();
     const bool p = packed(), m = has(features_, feature::mrg_rxbuf);
+    // Offload variants only where there is something to map: the device's headers may carry
+    // state (GUEST_CSUM), ours may carry requests (CSUM), or the application will ask for TX
+    // offloads that must then be done in software.
+    const virtio::HdrOffloads tx_ol = virtio::HdrOffloads::driver_tx(features_);
+    const bool ol_in = has(features_, feature::guest_csum);
+    const bool ol_out = tx_ol.any() || c.tx_offloads != 0;
     for (std::uint16_t q = 0; q < c.rx_queues; ++q) {
       // Variants picked once from the negotiated features (DESIGN.md: never per packet).
-      if (p && m) rxq_.push_back(std::make_unique<VirtioRx<true, true>>());
-      else if (p) rxq_.push_back(std::make_unique<VirtioRx<true, false>>());
-      else if (m) rxq_.push_back(std::make_unique<VirtioRx<false, true>>());
-      else rxq_.push_back(std::make_unique<VirtioRx<false, false>>());
-      if (p) txq_.push_back(std::make_unique<VirtioTx<true>>());
-      else txq_.push_back(std::make_unique<VirtioTx<false>>());
+      rxq_.push_back(ol_in ? make_rx<true>(p, m) : make_rx<false>(p, m));
+      txq_.push_back(ol_out ? make_tx<true>(p) : make_tx<false>(p));
+      txq_.back()->offload = tx_ol;
     }
     return {};
   }
@@ -121,7 +152,24 @@ class VirtioUserPort final : public Port {
 
  private:
   bool packed() const { return has(features_, feature::ring_packed); }
+  // Publishes queue q as whichever of Variants it is (control path, once per start).
+  template <class... Variants, class Base>
+  void publish_variant(std::uint16_t q, Base* base) {
+    const bool found = ((publish_if<Variants>(q, base)) || ...);
+    if (!found) std::abort();  // a variant make_rx/make_tx can build is missing from the list
+  }
+  template <class Q, class Base>
+  bool publish_if(std::uint16_t q, Base* base) {
+    auto* v = dynamic_cast<Q*>(base);
+    if (v == nullptr) return false;
+    if constexpr (std::is_base_of_v<RxCommon, Q>) publish_rx(q, v); else publish_tx(q, v);
+    return true;
+  }
   Result<RingMem*> ring_memory(std::uint32_t r);
+  std::vector<QueueCommon*> ring_queues() const;
+  Result<void> setup_device(bool resume);
+  void monitor();
+  void stop_monitor();
   Result<void> send(vu::Request r, std::uint64_t u64, int fd = -1);
   Result<void> send_state(vu::Request r, std::uint32_t index, std::uint32_t num);
   Result<std::uint64_t> get_u64(vu::Request r);
@@ -140,6 +188,12 @@ class VirtioUserPort final : public Port {
   Options o_;
   Arena& arena_;
   int sock_ = -1;
+  int listen_fd_ = -1;  // server=1: kept for a backend that reconnects
+  // server=1: reconnects a backend while started; between do_start and do_stop it alone uses sock_.
+  std::thread monitor_;
+  std::atomic<bool> monitor_stop_{false};
+  bool reconnecting_ = false;  // negotiate() checks features_ instead of choosing them
+  std::vector<int> call_fds_;
   std::uint64_t features_ = 0;
   std::uint64_t protocol_ = 0;
   std::uint8_t status_ = 0;
@@ -198,8 +252,7 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
     std::printf("virtio_user %s: waiting for the vhost backend to connect to %s\n", name().c_str(), o_.path.c_str());
     std::fflush(stdout);
     sock_ = ::poll(&p, 1, 30000) == 1 ? ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC) : -1;
-    ::close(fd);
-    ::unlink(o_.path.c_str());
+    listen_fd_ = fd;  // kept: a backend that goes away may come back (monitor())
     if (sock_ < 0) return fail("device '{}': key 'server'=1: no backend connected to '{}' within 30 s", name(), o_.path);
   } else {
     if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
@@ -210,6 +263,10 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
     }
     sock_ = fd;
   }
+  return negotiate();
+}
+
+Result<void> VirtioUserPort::negotiate() {
   // DPDK 22.11 virtio_user's order (VHOST-NOTES.md §1).
   vu::Message owner;
   owner.header = {static_cast<std::uint32_t>(vu::Request::set_owner), vu::flag_version, 0};
@@ -224,12 +281,28 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
     protocol_ = *proto & (bit(vu::protocol::mq) | bit(vu::protocol::status));
     if (auto ok = send(vu::Request::set_protocol_features, protocol_); !ok) return ok;
   }
+  return choose_features(*offered);
+}
+
+// First connection: take what we want of what is offered. Reconnection: the rings already run
+// with features_, so the new backend must offer all of them.
+Result<void> VirtioUserPort::choose_features(std::uint64_t offered) {
+  if (reconnecting_) {
+    if ((features_ & ~offered) != 0)
+      return fail("device '{}': the reconnected backend offers {:#x}, without {:#x} that the rings run with", name(),
+                  offered, features_ & ~offered);
+    return {};
+  }
   std::uint64_t want = bit(feature::version_1);
   if (o_.packed) want |= bit(feature::ring_packed);
   if (o_.in_order) want |= bit(feature::in_order);
   if (o_.mrg) want |= bit(feature::mrg_rxbuf);
+  if (o_.event_idx) want |= bit(feature::event_idx);
   if (o_.queues > 1) want |= bit(feature::mq);
-  features_ = want & *offered;
+  if (o_.csum) want |= bit(feature::csum) | bit(feature::guest_csum);
+  if (o_.csum && o_.tso)
+    want |= bit(feature::host_tso4) | bit(feature::host_tso6) | bit(feature::guest_tso4) | bit(feature::guest_tso6);
+  features_ = want & offered;
   if (o_.queues > 1 && !has(features_, feature::mq))
     return fail("device '{}': key 'queues' value {}: the backend does not offer MQ", name(), o_.queues);
   if (o_.queues > 1 && has(protocol_, vu::protocol::mq)) {
@@ -240,6 +313,7 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
   }
   if (o_.packed && !packed())
     log(LogLevel::warning, "{}: the backend does not offer packed rings; using split rings", name());
+  log(LogLevel::info, "{}: backend offers features {:#x}, negotiated {:#x}", name(), offered, features_);
   return {};
 }
 
@@ -270,27 +344,61 @@ Result<RingMem*> VirtioUserPort::ring_memory(std::uint32_t r) {
 
 Result<void> VirtioUserPort::do_start() {
   const bool in_order = has(features_, feature::in_order);
-  std::vector<QueueCommon*> queues;  // ring order: RX 0, TX 0, RX 1, TX 1 ...
   for (std::size_t q = 0; q < rxq_.size(); ++q) {
     if (rxq_[q]->pool == nullptr) return fail("RX queue {} was not set up", q);
-    queues.push_back(rxq_[q].get());
-    queues.push_back(txq_[q].get());
     txq_[q]->zero_hdr = iova(zero_hdr_);
   }
+  const std::vector<QueueCommon*> queues = ring_queues();
   for (std::uint32_t r = 0; r < queues.size(); ++r) {
     RingMem& m = *rings_[r];
     std::memset(m.base, 0, m.bytes);  // a restart begins from index 0
     queues[r]->health.reset();
-    queues[r]->init(m.split, m.packed, in_order);
+    queues[r]->init(m.split, m.packed, in_order, has(features_, feature::event_idx));
   }
   for (auto& q : rxq_) q->fill();
+  call_fds_.assign(queues.size(), -1);
+  if (auto ok = setup_device(false); !ok) return ok;
+  for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
+    rxq_[q]->port_id = id();
+    // Publish the exact instance type so the trampoline calls the template's burst directly.
+    publish_variant<VirtioRx<true, true, false>, VirtioRx<true, false, false>, VirtioRx<false, true, false>,
+                    VirtioRx<false, false, false>, VirtioRx<true, true, true>, VirtioRx<true, false, true>,
+                    VirtioRx<false, true, true>, VirtioRx<false, false, true>>(q, rxq_[q].get());
+    publish_variant<VirtioTx<true, false>, VirtioTx<false, false>, VirtioTx<true, true>, VirtioTx<false, true>>(
+        q, txq_[q].get());
+  }
+  if (listen_fd_ >= 0) {  // server=1: serve a backend that goes away and comes back
+    monitor_stop_.store(false, std::memory_order_relaxed);
+    monitor_ = std::thread([this] { monitor(); });
+  }
+  return {};
+}
+
+std::vector<QueueCommon*> VirtioUserPort::ring_queues() const {
+  std::vector<QueueCommon*> queues;  // ring order: RX 0, TX 0, RX 1, TX 1 ...
+  for (std::size_t q = 0; q < rxq_.size(); ++q) {
+    queues.push_back(rxq_[q].get());
+    queues.push_back(txq_[q].get());
+  }
+  return queues;
+}
+
+// The device part of a start, on the current connection. `resume`: the rings are running (a
+// backend came back): same eventfds, and each split ring resumes at its used index -- what the
+// old backend completed; chains it had taken without completing are offered again (a TX packet
+// may go out twice, an RX buffer is refilled), none is lost.
+Result<void> VirtioUserPort::setup_device(bool resume) {
+  const std::vector<QueueCommon*> queues = ring_queues();
   // Status, then call fds for every RX ring then every TX ring, then features (VHOST-NOTES.md).
   if (auto ok = set_status(virtio::status::acknowledge | virtio::status::driver); !ok) return ok;
   for (std::uint32_t parity : {0u, 1u})
     for (std::uint32_t r = parity; r < queues.size(); r += 2) {
-      auto call = new_eventfd();
-      if (!call) return std::unexpected(call.error());
-      if (auto ok = send(vu::Request::set_vring_call, r, *call); !ok) return ok;
+      if (!resume) {
+        auto call = new_eventfd();
+        if (!call) return std::unexpected(call.error());
+        call_fds_[r] = *call;
+      }
+      if (auto ok = send(vu::Request::set_vring_call, r, call_fds_[r]); !ok) return ok;
     }
   if (auto ok = send(vu::Request::set_features, features_); !ok) return ok;
   if (auto ok = set_status(status_ | virtio::status::features_ok); !ok) return ok;
@@ -303,34 +411,63 @@ Result<void> VirtioUserPort::do_start() {
   if (auto ok = vu::send_message(sock_, mt, arena_fd); !ok) return with_context(ok.error(), name());
   for (std::uint32_t r = 0; r < queues.size(); ++r) {
     const RingMem& m = *rings_[r];
+    // acquire: pairs with the old backend's release store of used->idx.
+    const std::uint16_t base = packed() ? 0x8000 : resume ? __atomic_load_n(&m.split.used[1], __ATOMIC_ACQUIRE) : 0;
     if (auto ok = send_state(vu::Request::set_vring_num, r, o_.queue_size); !ok) return ok;
-    if (auto ok = send_state(vu::Request::set_vring_base, r, packed() ? 0x8000 : 0); !ok) return ok;
+    if (auto ok = send_state(vu::Request::set_vring_base, r, base); !ok) return ok;
     vu::Message a;
     a.header = {static_cast<std::uint32_t>(vu::Request::set_vring_addr), vu::flag_version, sizeof(vu::VringAddr)};
     a.payload.addr = {r, 0, iova(m.split.desc), iova(m.split.used), iova(m.split.avail), 0};
     if (auto ok = vu::send_message(sock_, a); !ok) return with_context(ok.error(), name());
-    auto kick = new_eventfd();
-    if (!kick) return std::unexpected(kick.error());
-    queues[r]->kick_fd = *kick;
-    if (auto ok = send(vu::Request::set_vring_kick, r, *kick); !ok) return ok;
+    if (!resume) {
+      auto kick = new_eventfd();
+      if (!kick) return std::unexpected(kick.error());
+      queues[r]->kick_fd = *kick;
+    }
+    if (auto ok = send(vu::Request::set_vring_kick, r, queues[r]->kick_fd); !ok) return ok;
   }
   for (std::uint32_t r = 0; r < queues.size(); ++r)
     if (auto ok = send_state(vu::Request::set_vring_enable, r, 1); !ok) return ok;
-  if (auto ok = set_status(status_ | virtio::status::driver_ok); !ok) return ok;
-  for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
-    rxq_[q]->port_id = id();
-    // Publish the exact instance type so the trampoline calls the template's burst directly.
-    if (auto* p = dynamic_cast<VirtioRx<true, true>*>(rxq_[q].get())) publish_rx(q, p);
-    else if (auto* p2 = dynamic_cast<VirtioRx<true, false>*>(rxq_[q].get())) publish_rx(q, p2);
-    else if (auto* p3 = dynamic_cast<VirtioRx<false, true>*>(rxq_[q].get())) publish_rx(q, p3);
-    else publish_rx(q, static_cast<VirtioRx<false, false>*>(rxq_[q].get()));
-    if (auto* t = dynamic_cast<VirtioTx<true>*>(txq_[q].get())) publish_tx(q, t);
-    else publish_tx(q, static_cast<VirtioTx<false>*>(txq_[q].get()));
+  return set_status(status_ | virtio::status::driver_ok);
+}
+
+// server=1, control thread: notices the backend going away and serves the next one that
+// connects. The lcores keep polling the rings meanwhile (they are in our memory); nothing moves
+// until a backend is back.
+void VirtioUserPort::monitor() {
+  while (!monitor_stop_.load(std::memory_order_relaxed)) {
+    pollfd p{sock_, POLLRDHUP, 0};
+    if (::poll(&p, 1, 100) != 1 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+    log(LogLevel::warning, "{}: the vhost backend went away; waiting for it on '{}'", name(), o_.path);
+    if (packed()) {  // resuming needs the device's ring position, which a packed ring does not show
+      log(LogLevel::err, "{}: packed rings cannot resume with a new backend: restart the port", name());
+      return;
+    }
+    for (;;) {
+      ::close(sock_);
+      sock_ = -1;
+      pollfd l{listen_fd_, POLLIN, 0};
+      while (sock_ < 0 && !monitor_stop_.load(std::memory_order_relaxed))
+        if (::poll(&l, 1, 100) == 1) sock_ = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (sock_ < 0) return;  // stopping
+      reconnecting_ = true;
+      auto ok = negotiate();
+      if (ok) ok = setup_device(true);
+      reconnecting_ = false;
+      if (ok) break;
+      log(LogLevel::warning, "{}: the reconnected backend: {}", name(), ok.error().message);
+    }
+    log(LogLevel::info, "{}: the vhost backend is back", name());
   }
-  return {};
+}
+
+void VirtioUserPort::stop_monitor() {
+  monitor_stop_.store(true, std::memory_order_relaxed);
+  if (monitor_.joinable()) monitor_.join();
 }
 
 void VirtioUserPort::do_stop() {
+  stop_monitor();  // the socket is ours alone from here
   // DPDK's order: disable every ring, then GET_VRING_BASE for each (it stops the backend's ring).
   const auto rings = static_cast<std::uint32_t>(2 * rxq_.size());
   for (std::uint32_t r = 0; r < rings; ++r) (void)send_state(vu::Request::set_vring_enable, r, 0);
@@ -365,7 +502,10 @@ class VirtioUserDriver final : public Driver {
     auto in_order = args.get_bool("in_order", true);
     auto mrg = args.get_bool("mrg_rxbuf", true);
     auto server = args.get_bool("server", false);
-    for (const auto* b : {&packed, &in_order, &mrg, &server})
+    auto csum = args.get_bool("csum", false);
+    auto tso = args.get_bool("tso", false);
+    auto event_idx = args.get_bool("event_idx", true);
+    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso, &event_idx})
       if (!*b) return std::unexpected(b->error());
     if (!*packed && !std::has_single_bit(*size))
       return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), *size);
@@ -376,6 +516,10 @@ class VirtioUserDriver final : public Driver {
     o.in_order = *in_order;
     o.mrg = *mrg;
     o.server = *server;
+    o.csum = *csum;
+    o.tso = *tso;
+    o.event_idx = *event_idx;
+    if (o.tso && !o.csum) return fail("device '{}': key 'tso' needs csum=1 (virtio 1.2 §5.1.3.1)", args.name());
     auto port = std::make_unique<VirtioUserPort>(args.name(), std::move(o), *env.arena);
     if (auto ok = port->connect_and_negotiate(); !ok) return std::unexpected(ok.error());
     return port;

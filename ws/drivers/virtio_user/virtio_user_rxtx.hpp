@@ -12,6 +12,7 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
 #include "ws/virtio/net_hdr.hpp"
+#include "ws/virtio/net_offload.hpp"
 #include "ws/virtio/packed.hpp"
 #include "ws/virtio/split.hpp"
 
@@ -30,7 +31,7 @@ inline void kick(int fd) noexcept {
 // Control-path view of a queue, whatever its variant.
 struct QueueCommon : QueueBase {
   virtual ~QueueCommon() = default;
-  virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) = 0;
+  virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) = 0;
   virtual std::uint32_t fill() = 0;        // RX: post buffers; returns how many
   virtual void release_mbufs() = 0;         // ring stopped: free what the ring holds
   virtio::QueueHealth health;
@@ -46,16 +47,17 @@ struct alignas(cache_line_bytes) RxCommon : QueueCommon {
   std::uint16_t partial_left = 0;
 };
 
-template <bool Packed, bool Mergeable>
+// Offload: the device's header (GUEST_CSUM/GUEST_TSO negotiated) becomes mbuf flags.
+template <bool Packed, bool Mergeable, bool Offload>
 struct VirtioRx final : RxCommon {
   DriverEngine<Packed> engine;
 
-  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) override {
+  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) override {
     if constexpr (Packed) {
-      engine.init(p, &health, in_order, false);
+      engine.init(p, &health, in_order, event_idx);
     } else {
       (void)in_order;
-      engine.init(s, &health, false);
+      engine.init(s, &health, event_idx);
     }
     engine.suppress_interrupts(true);  // we poll
   }
@@ -91,6 +93,13 @@ struct VirtioRx final : RxCommon {
     }
     if (posted > 0 && engine.publish()) kick(kick_fd);
     return posted;
+  }
+
+  // The header of a complete packet still sits in its first buffer's headroom.
+  static void apply_offloads(Mbuf* m) noexcept {
+    virtio::NetHdr hdr;
+    std::memcpy(&hdr, m->buf_addr + m->headroom_default - virtio::net_hdr_bytes, sizeof hdr);
+    if (virtio::check_net_hdr(hdr, m->pkt_len) == virtio::NetHdrCheck::ok) virtio::rx_net_hdr_to_offload(hdr, *m);
   }
 
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
@@ -129,6 +138,7 @@ struct VirtioRx final : RxCommon {
             continue;
           }
         }
+        if constexpr (Offload) apply_offloads(m);
         bytes += m->pkt_len;
         pkts[got++] = m;
       } else {
@@ -139,6 +149,7 @@ struct VirtioRx final : RxCommon {
         ++partial_head->nb_segs;
         partial_head->pkt_len += len;
         if (--partial_left == 0) {
+          if constexpr (Offload) apply_offloads(partial_head);
           bytes += partial_head->pkt_len;
           pkts[got++] = partial_head;
           partial_head = partial_tail = nullptr;
@@ -154,19 +165,22 @@ struct VirtioRx final : RxCommon {
 
 struct alignas(cache_line_bytes) TxCommon : QueueCommon {
   std::uint64_t zero_hdr = 0;  // IOVA of a zeroed 12-byte header in shared memory
+  virtio::HdrOffloads offload;  // what the device takes in our headers (offload variant only)
   TxQueueCounters counters;
 };
 
-template <bool Packed>
+// Offload: TX checksum/TSO requests go into the pushed header; a packet that cannot carry its
+// own header (shared, chained) has its checksums done in software and a TSO request refused.
+template <bool Packed, bool Offload>
 struct VirtioTx final : TxCommon {
   DriverEngine<Packed> engine;
 
-  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order) override {
+  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) override {
     if constexpr (Packed) {
-      engine.init(p, &health, in_order, false);
+      engine.init(p, &health, in_order, event_idx);
     } else {
       (void)in_order;
-      engine.init(s, &health, false);
+      engine.init(s, &health, event_idx);
     }
     engine.suppress_interrupts(true);
   }
@@ -197,9 +211,18 @@ struct VirtioTx final : TxCommon {
       // Push the header into the headroom when nobody else sees this buffer (DPDK's can_push).
       const bool push = m->refcnt.load(std::memory_order_relaxed) == 1 && !m->is_indirect() && m->nb_segs == 1 &&
                         m->data_off >= virtio::net_hdr_bytes;
+      if constexpr (Offload) {
+        virtio::NetHdr hdr{};
+        if (!virtio::tx_offload_to_net_hdr(*m, hdr, push ? offload : virtio::HdrOffloads{})) [[unlikely]] {
+          counters.errors.add(1);
+          mbuf_free(m);
+          continue;
+        }
+        if (push) std::memcpy(m->data() - virtio::net_hdr_bytes, &hdr, sizeof hdr);
+      }
       if (push) {
         std::uint8_t* h = m->data() - virtio::net_hdr_bytes;
-        std::memset(h, 0, virtio::net_hdr_bytes);
+        if constexpr (!Offload) std::memset(h, 0, virtio::net_hdr_bytes);
         b[cnt++] = {iova(h), static_cast<std::uint32_t>(m->data_len + virtio::net_hdr_bytes), false};
       } else {
         b[cnt++] = {zero_hdr, virtio::net_hdr_bytes, false};
