@@ -3,7 +3,10 @@
 files checked by tshark (count, content, interface name and description, nanosecond
 timestamps), a capture started and stopped while forwarding runs, and bad filters and paths.
 
-usage: testpmd_capture_test.py --binary PATH [unittest options]
+With --built-in 0 (a build configured with -DWS_CAPTURE=OFF) only the refusals are checked:
+the commands and --capture must say that capture is not built in.
+
+usage: testpmd_capture_test.py --binary PATH [--built-in 1|0] [unittest options]
 """
 import argparse
 import json
@@ -18,6 +21,8 @@ import time
 import unittest
 
 BINARY = None
+BUILT_IN = True
+NOT_BUILT = "live capture is not built in (this wirespeed-testpmd was configured with -DWS_CAPTURE=OFF)"
 EAL = ["-l", "0-1", "--no-huge", "--no-telemetry"]
 POOL = ["--total-num-mbufs=8192"]
 RING2 = ["--vdev", "net_ring0", "--vdev", "net_ring1"]
@@ -25,7 +30,13 @@ PROMPT = "testpmd> "
 
 
 class CaptureCase(unittest.TestCase):
+    needs_capture = True
+
     def setUp(self):
+        if self.needs_capture and not BUILT_IN:
+            self.skipTest("wirespeed-testpmd configured with -DWS_CAPTURE=OFF; CaptureNotBuiltIn checks that build")
+        if not self.needs_capture and BUILT_IN:
+            self.skipTest("capture is built in; this case checks a -DWS_CAPTURE=OFF build")
         if not {0, 1} <= os.sched_getaffinity(0):
             self.skipTest("needs CPUs 0 and 1")
         if not shutil.which("tshark"):
@@ -183,12 +194,36 @@ class CaptureOption(CaptureCase):
                 self.assertNotIn("packet forwarding - ports", r.stdout)
 
 
+class CaptureNotBuiltIn(CaptureCase):
+    needs_capture = False
+
+    def test_commands_and_option_refuse(self):
+        out, _ = self.session([
+            ("capture start 0 " + self.path("x.pcapng") + " udp", 0),
+            ("capture stop", 0),
+            ("capture start 0", 0),
+            ("help capture", 0),
+        ])
+        self.assertIn("error: " + NOT_BUILT, out[0])
+        self.assertIn("error: " + NOT_BUILT, out[1])
+        self.assertIn("usage: capture start <port> <file> [<filter>...]", out[2])
+        self.assertIn("not built in (-DWS_CAPTURE=OFF)", out[3])
+        self.assertFalse(os.path.exists(self.path("x.pcapng")))
+        r = subprocess.run([BINARY] + EAL + RING2 + ["--", "--duration", "0.5", "--capture", "0,/dev/null"] + POOL,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--capture=0,/dev/null: " + NOT_BUILT, r.stderr)
+        self.assertNotIn("packet forwarding - ports", r.stdout)
+
+
 def main():
-    global BINARY
+    global BINARY, BUILT_IN
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--binary", required=True)
+    parser.add_argument("--built-in", type=int, choices=(0, 1), default=1)
     args, rest = parser.parse_known_args()
     BINARY = os.path.abspath(args.binary)
+    BUILT_IN = bool(args.built_in)
     if not os.access(BINARY, os.X_OK):
         sys.exit("not an executable: " + BINARY)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -213,18 +213,49 @@ class Commands(PromptCase):
         self.assertNotIn("src=", quiet_out)
         self.assertEqual(self.last_summary["totals"]["consumed"], 64)
 
+    def test_verbose_levels_as_dpdk_1_rx_2_tx_3_both(self):
+        # rxonly on two rings: tx_first sends one burst of 32 per stream, rxonly receives them.
+        chunks = self.check([
+            ("set fwd rxonly", []),
+            ("set verbose 2", ["Change verbose level from 0 to 2"]),
+            ("start tx_first", ["rxonly packet forwarding"]),
+            ("stop", []),
+            ("set verbose 3", ["Change verbose level from 2 to 3"]),
+            ("start tx_first", []),
+            ("stop", []),
+            ("quit", []),
+        ], vdevs=RING2)
+        tx_only, both = "".join(chunks[2:4]), "".join(chunks[5:7])
+        self.assertIn("port 1/queue 0: sent 32 packets", tx_only)
+        self.assertIn("port 0/queue 0: sent 32 packets", tx_only)
+        self.assertNotIn("received", tx_only)
+        self.assertEqual(tx_only.count("  src="), 64, tx_only)
+        self.assertIn("type=0x0800 - length=64 - nb_segs=1 - IPv4 198.18.0.1 -> 198.18.0.2 proto=17 - UDP 9 -> 9",
+                      tx_only)
+        self.assertEqual(both.count("sent 32 packets"), 2, both)
+        self.assertEqual(both.count(": received "), 2, both)
+        self.assertEqual(both.count("  src="), 128, both)
+        self.assertEqual(self.last_summary["totals"]["consumed"], 64)  # the last run's
+
     def test_verbose_switches_while_forwarding(self):
         # 64 packets circulate between the two rings; verbose on and off while they do.
         chunks = self.check([
             ("start tx_first", ["io packet forwarding"]),
             ("set verbose 1", ["Change verbose level from 0 to 1"], 0.3),
-            ("set verbose 0", ["Change verbose level from 1 to 0"]),
+            ("set verbose 2", ["Change verbose level from 1 to 2"], 0.3),
+            ("set verbose 0", ["Change verbose level from 2 to 0"]),
             ("show fwd stats all", ["!src="]),
             ("stop", ["!src=", "Accumulated forward statistics"]),
             ("quit", []),
         ], vdevs=RING2, app=["--burst=4"])
-        self.assertGreater("".join(chunks[1:3]).count("  src="), 0)
-        self.assertEqual(chunks[4].count("Telling cores to stop"), 1)
+        # Dumps printed while a level holds; lcores are joined before each change is reported.
+        dumps = "".join(chunks[1:4])
+        at_1, rest = dumps.split("Change verbose level from 1 to 2")
+        at_2 = rest.split("Change verbose level from 2 to 0")[0]
+        self.assertIn(": received 4 packets", at_1)
+        self.assertIn(": sent 4 packets", at_2)
+        self.assertNotIn(": received ", at_2)
+        self.assertEqual(chunks[5].count("Telling cores to stop"), 1)
 
     def test_cmdline_file_runs_every_group(self):
         path = os.path.join(self.tmp.name, "cmds.txt")
@@ -245,9 +276,17 @@ class Commands(PromptCase):
 class Terminal(PromptCase):
     """libedit behind a real pseudo-terminal."""
 
-    def spawn(self):
+    def spawn(self, **env_changes):
+        """Starts -i on a pseudo-terminal; HOME is the test's directory (the default history
+        file goes there); env_changes: variables to set (None: unset)."""
         master, slave = os.openpty()
-        env = dict(os.environ, TERM="xterm")
+        env = dict(os.environ, TERM="xterm", HOME=self.tmp.name)
+        env.pop("WIRESPEED_TESTPMD_HISTORY", None)
+        for name, value in env_changes.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
         args = [BINARY] + EAL + NULL2 + ["--", "-i"] + POOL
         p = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
         os.close(slave)
@@ -309,6 +348,57 @@ class Terminal(PromptCase):
         self.expect("Bad command: 'bogus'")
         self.send("start\r")
         self.expect("io packet forwarding - ports=2")
+        self.send("quit\r")
+        self.expect("Bye...")
+        self.assertEqual(self.proc.wait(10), 0)
+
+    def test_history_is_kept_between_sessions(self):
+        path = os.path.join(self.tmp.name, "sub", "hist")
+        os.mkdir(os.path.dirname(path))
+        self.spawn(WIRESPEED_TESTPMD_HISTORY=path)
+        self.send("show config fwd\r")
+        self.expect("streams=2")
+        self.expect(PROMPT)
+        self.send("help port\r")
+        self.expect("port stop all|<port>")
+        self.expect(PROMPT)
+        self.send("quit\r")
+        self.expect("Bye...")
+        self.assertEqual(self.proc.wait(10), 0)
+        self.assertTrue(os.path.exists(path))
+        # A new session recalls the last session's lines, newest first (quit, help port, show ...).
+        self.spawn(WIRESPEED_TESTPMD_HISTORY=path)
+        self.send("\x1b[A\x1b[A\x1b[A\r")
+        self.expect("streams=2")
+        self.expect(PROMPT)
+        self.send("quit\r")
+        self.expect("Bye...")
+        self.assertEqual(self.proc.wait(10), 0)
+
+    def test_history_file_default_and_off(self):
+        default = os.path.join(self.tmp.name, ".wirespeed-testpmd_history")
+        self.spawn(WIRESPEED_TESTPMD_HISTORY="")  # set but empty: no history file
+        self.send("show config fwd\r")
+        self.expect("streams=2")
+        self.send("quit\r")
+        self.expect("Bye...")
+        self.assertEqual(self.proc.wait(10), 0)
+        self.assertFalse(os.path.exists(default))
+        self.spawn()  # unset: ~/.wirespeed-testpmd_history
+        self.send("show config fwd\r")
+        self.expect("streams=2")
+        self.send("quit\r")
+        self.expect("Bye...")
+        self.assertEqual(self.proc.wait(10), 0)
+        self.assertTrue(os.path.exists(default))
+        # An unwritable history file is reported once; the prompt goes on.
+        self.spawn(WIRESPEED_TESTPMD_HISTORY=os.path.join(self.tmp.name, "no", "such", "dir", "h"))
+        self.send("show config fwd\r")
+        self.expect("warning: cannot write the history file")
+        self.expect("streams=2")
+        self.send("show config fwd\r")
+        rest = self.expect("streams=2")
+        self.assertNotIn("warning", rest)
         self.send("quit\r")
         self.expect("Bye...")
         self.assertEqual(self.proc.wait(10), 0)

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -177,6 +178,16 @@ namespace {
 
 // ---- libedit (terminal only) ----
 
+constexpr const char* history_env = "WIRESPEED_TESTPMD_HISTORY";
+
+// The history file: $WIRESPEED_TESTPMD_HISTORY (set but empty: no history file), else
+// ~/.wirespeed-testpmd_history; empty when there is none.
+std::string history_file() {
+  if (const char* path = std::getenv(history_env)) return path;
+  const char* home = std::getenv("HOME");
+  return home && *home ? std::string(home) + "/.wirespeed-testpmd_history" : std::string{};
+}
+
 std::vector<std::string> completion_list;
 
 char* completion_generator(const char*, int state) {
@@ -205,12 +216,18 @@ void on_line(char* line) {
   }
 }
 
+constexpr int history_lines = 1000;
+
 // Reads with libedit's callback interface, polling so that a signal (which only sets
 // stop_requested) ends the prompt at once; the way CPython drives libedit.
 PromptResult run_terminal_prompt(Testpmd& tp, const std::atomic<bool>& stop_requested) {
   rl_readline_name = const_cast<char*>("wirespeed-testpmd");
   rl_attempted_completion_function = attempt_completion;
   using_history();
+  stifle_history(history_lines);
+  const std::string history = history_file();
+  if (!history.empty()) (void)read_history(history.c_str());  // none yet: a fresh history
+  bool history_warned = false;
   PromptResult result = PromptResult::quit;
   while (!stop_requested.load(std::memory_order_relaxed)) {
     line_ready = false;
@@ -227,7 +244,15 @@ PromptResult run_terminal_prompt(Testpmd& tp, const std::atomic<bool>& stop_requ
       result = PromptResult::end_of_input;
       break;
     }
-    if (line_text.find_first_not_of(" \t") != std::string::npos) add_history(line_text.c_str());
+    if (line_text.find_first_not_of(" \t") != std::string::npos) {
+      add_history(line_text.c_str());
+      // Saved after every line, so that a session ended by a signal or a crash keeps it.
+      if (!history.empty() && write_history(history.c_str()) != 0 && !history_warned) {
+        std::printf("warning: cannot write the history file %s: %s (set %s= to turn history off)\n",
+                    history.c_str(), std::strerror(errno), history_env);
+        history_warned = true;
+      }
+    }
     if (!run_command(tp, line_text)) break;
   }
   return result;

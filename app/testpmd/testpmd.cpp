@@ -184,12 +184,12 @@ Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
   if (forwarding()) return fail("packet forwarding already started");
   if (auto ok = check_mode_fits(*engine_, app_); !ok) return ok;
   if (reconfig_pending()) return fail("a port configuration is pending: run 'port start all' first");
-  // verbose > 0: streams receive through proxies that print each packet; otherwise straight
-  // from the port, so the plain loop carries no verbose check.
-  verbose_rx_.clear();
-  for (auto& p : ports_) verbose_rx_.push_back(verbose_ ? make_verbose_rx_port(*p, verbose_) : nullptr);
+  // verbose > 0: streams receive and/or send through proxies that print each burst; otherwise
+  // straight through the port, so the plain loop carries no verbose check.
+  make_verbose_proxies();
   for (auto& s : streams_) {
     s->rx_port = rx_source(s->rx_port_id);
+    s->tx_port = tx_target(s->tx_port_id);
     for (Counter* c : {&s->rx_packets, &s->tx_packets, &s->fwd_dropped, &s->generated, &s->consumed, &s->busy_cycles,
                        &s->busy_bursts, &s->rx_bad_ip_csum, &s->rx_bad_l4_csum})
       c->reset();
@@ -453,8 +453,19 @@ void Testpmd::launch_lcores() {
 
 Port* Testpmd::rx_source(std::uint16_t port) const {
   if (port < rx_taps_.size() && rx_taps_[port]) return rx_taps_[port].get();
-  if (port < verbose_rx_.size() && verbose_rx_[port]) return verbose_rx_[port].get();
+  if (verbose_prints_rx(verbose_) && port < verbose_ports_.size()) return verbose_ports_[port].get();
   return ports_[port].get();
+}
+
+Port* Testpmd::tx_target(std::uint16_t port) const {
+  if (verbose_prints_tx(verbose_) && port < verbose_ports_.size()) return verbose_ports_[port].get();
+  return ports_[port].get();
+}
+
+void Testpmd::make_verbose_proxies() {
+  verbose_ports_.clear();
+  if (verbose_ == 0) return;
+  for (auto& p : ports_) verbose_ports_.push_back(make_verbose_port(*p));
 }
 
 template <class F>
@@ -489,9 +500,11 @@ void Testpmd::set_verbose(unsigned level) {
   }
   with_lcores_paused([&] {
     verbose_ = level;
-    verbose_rx_.clear();
-    for (auto& p : ports_) verbose_rx_.push_back(verbose_ ? make_verbose_rx_port(*p, verbose_) : nullptr);
-    for (auto& s : streams_) s->rx_port = rx_source(s->rx_port_id);
+    make_verbose_proxies();
+    for (auto& s : streams_) {
+      s->rx_port = rx_source(s->rx_port_id);
+      s->tx_port = tx_target(s->tx_port_id);
+    }
   });
 }
 

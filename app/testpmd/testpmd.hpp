@@ -56,7 +56,8 @@ class Testpmd {
   Result<void> set_nb_cores(unsigned n);
   Result<void> set_txpkts(std::string_view lengths);  // "64" or "64,128,..." as --txpkts
   Result<void> set_flowgen_clones(std::uint16_t n);
-  // > 0: every received packet's headers are printed (applied at once if forwarding runs).
+  // As dpdk-testpmd: 1 prints received packets' headers, 2 sent ones, 3 and more both (applied at
+  // once if forwarding runs).
   void set_verbose(unsigned level);
   unsigned verbose() const { return verbose_; }
   Result<void> set_promiscuous(std::optional<std::uint16_t> port, bool on);  // nullopt: all
@@ -103,6 +104,8 @@ class Testpmd {
   template <class F>
   void with_lcores_paused(F change);
   Port* rx_source(std::uint16_t port) const;  // capture tap, else verbose proxy, else the port
+  Port* tx_target(std::uint16_t port) const;  // verbose proxy (level 2 and more), else the port
+  void make_verbose_proxies();                // one per port if verbose > 0
 
   EalOptions eal_;
   AppOptions app_;
@@ -124,7 +127,7 @@ class Testpmd {
   bool shut_down_ = false;
   unsigned verbose_ = 0;
   std::vector<bool> reconfig_;                     // per port: "port config" not yet applied
-  std::vector<std::unique_ptr<Port>> verbose_rx_;  // per port: printing RX proxies (verbose > 0)
+  std::vector<std::unique_ptr<Port>> verbose_ports_;  // per port: printing proxies (verbose > 0)
   std::vector<std::unique_ptr<Port>> rx_taps_;     // per port: capture proxies
   std::mutex control_mutex_;
 };

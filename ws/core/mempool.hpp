@@ -34,16 +34,22 @@ class Mempool {
   bool get_bulk(std::span<void*> out) noexcept {
     const unsigned lcore = lcore_id();
     const auto n = static_cast<std::uint32_t>(out.size());
-    if (lcore >= max_lcores || n > cache_size_) [[unlikely]]
+    if (lcore >= max_lcores || cache_size_ == 0 || n > mempool_cache_max) [[unlikely]]
       return ring_->dequeue_bulk(out) == n;
     Cache& c = caches_[lcore];
     if (c.len < n) {
-      // Refill to the cache size plus what this call takes.
-      const std::uint32_t want = n + cache_size_ - c.len;
+      // As DPDK: one ring dequeue brings what is missing plus a cache size, on top of what is
+      // cached (at most 2 x mempool_cache_max in all), so a burst larger than the cache size is
+      // still served from the cache when the previous burst's objects came back to it. Near
+      // exhaustion, only what is missing.
+      const std::uint32_t missing = n - c.len;
+      const std::uint32_t want = missing + cache_size_;
       if (ring_->dequeue_bulk(std::span<void*>(&c.objs[c.len], want)) == want) {
         c.len += want;
-      } else if (c.len < n) {
-        return ring_->dequeue_bulk(out) == n;
+      } else if (ring_->dequeue_bulk(std::span<void*>(&c.objs[c.len], missing)) == missing) [[unlikely]] {
+        c.len += missing;
+      } else {
+        return false;
       }
     }
     // Hand out the most recently returned objects first: they are the warmest.

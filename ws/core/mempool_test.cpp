@@ -180,7 +180,7 @@ TEST_F(MempoolTest, CacheFlushesToTheRingBeyondOneAndAHalfCacheSizes) {
   auto pool = make(64, 16);  // flush threshold 24
   ASSERT_TRUE(pool);
   std::vector<void*> all(64);
-  ASSERT_TRUE(pool->get_bulk(all));  // more than the cache size: straight from the ring
+  ASSERT_TRUE(pool->get_bulk(all));  // 64 + 16 are not there: only the 64 missing come from the ring
   EXPECT_EQ(pool->in_use(), 64u);
 
   auto put8 = [&](std::size_t at) { pool->put_bulk(std::span<void* const>(all).subspan(at, 8)); };
@@ -210,6 +210,35 @@ TEST_F(MempoolTest, CacheFlushesToTheRingBeyondOneAndAHalfCacheSizes) {
   ASSERT_TRUE(pool->get_bulk(rest)) << "24 + 32 objects should be in the ring";
   pool->put_bulk(rest);
   EXPECT_EQ(pool->in_use(), 0u);
+}
+
+// As DPDK: a burst larger than the cache size (up to mempool_cache_max) still goes through the
+// cache, so io forwarding at burst 256 with a cache of 250 gets back the burst it just freed
+// instead of taking the ring every time.
+TEST_F(MempoolTest, BurstsLargerThanTheCacheSizeAreServedFromTheCache) {
+  set_lcore_id(0);
+  auto pool = make(1024, 16);  // flush threshold 24
+  ASSERT_TRUE(pool);
+  std::vector<void*> burst(20);
+  ASSERT_TRUE(pool->get_bulk(burst));  // refill: 20 + 16 from the ring, 16 stay cached
+  EXPECT_EQ(pool->in_use(), 20u);
+  const std::set<void*> freed(burst.begin(), burst.end());
+  pool->put_bulk(burst);  // 16 + 20 > 24: the 16 go to the ring, these 20 stay
+  ASSERT_TRUE(pool->get_bulk(burst));
+  EXPECT_EQ(std::set<void*>(burst.begin(), burst.end()), freed) << "the burst did not come from the cache";
+  pool->put_bulk(burst);
+  EXPECT_EQ(pool->in_use(), 0u);
+  // Near exhaustion the refill takes only what is missing: 60 of 64, then the last 4.
+  auto small = make(64, 16);
+  ASSERT_TRUE(small);
+  std::vector<void*> most(60), last(4);
+  ASSERT_TRUE(small->get_bulk(most));
+  ASSERT_TRUE(small->get_bulk(last));
+  EXPECT_EQ(small->get(), nullptr);
+  EXPECT_EQ(small->in_use(), 64u);
+  small->put_bulk(most);
+  small->put_bulk(last);
+  EXPECT_EQ(small->in_use(), 0u);
 }
 
 TEST_F(MempoolTest, ExhaustionWithCacheIsAllOrNoneAndLosesNothing) {

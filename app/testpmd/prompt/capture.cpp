@@ -1,6 +1,6 @@
 // Capture proxy and pcapng writer (pcapng: draft-ietf-opsawg-pcapng, §4.1 SHB, §4.2 IDB,
-// §4.3 EPB). Each EPB goes out in one fwrite, so blocks of two lcores polling two queues of
-// the same port never interleave (stdio locks the FILE per call).
+// §4.3 EPB). Whole EPBs go out in one fwrite per burst (or per full buffer), so blocks of two
+// lcores polling two queues of the same port never interleave (stdio locks the FILE per call).
 #include "app/testpmd/prompt/capture.hpp"
 
 #include <pcap/pcap.h>
@@ -19,19 +19,19 @@ constexpr std::uint32_t snap_bytes = 65535;
 constexpr std::uint32_t block_shb = 0x0A0D0D0A, block_idb = 1, block_epb = 6;
 constexpr std::uint16_t linktype_ethernet = 1;
 
-void put32(std::vector<std::uint8_t>& b, std::uint32_t v) {
-  b.insert(b.end(), reinterpret_cast<std::uint8_t*>(&v), reinterpret_cast<std::uint8_t*>(&v) + 4);
+void put_bytes(std::vector<std::uint8_t>& b, const void* data, std::size_t n) {
+  const std::size_t at = b.size();
+  b.resize(at + n);
+  if (n) std::memcpy(b.data() + at, data, n);
 }
-void put16(std::vector<std::uint8_t>& b, std::uint16_t v) {
-  b.insert(b.end(), reinterpret_cast<std::uint8_t*>(&v), reinterpret_cast<std::uint8_t*>(&v) + 2);
-}
+void put32(std::vector<std::uint8_t>& b, std::uint32_t v) { put_bytes(b, &v, 4); }
+void put16(std::vector<std::uint8_t>& b, std::uint16_t v) { put_bytes(b, &v, 2); }
 void pad4(std::vector<std::uint8_t>& b) { b.resize((b.size() + 3) & ~std::size_t{3}, 0); }
 
 void put_option(std::vector<std::uint8_t>& b, std::uint16_t code, const void* value, std::uint16_t len) {
   put16(b, code);
   put16(b, len);
-  const auto* v = static_cast<const std::uint8_t*>(value);
-  b.insert(b.end(), v, v + len);
+  put_bytes(b, value, len);
   pad4(b);
 }
 
@@ -91,20 +91,24 @@ struct CaptureRxQueue : QueueBase {
   CaptureFile* out = nullptr;
   Counter received, written;
 
-  // On the polling lcore: one clock read per burst; per packet the filter, a copy and a write.
+  // On the polling lcore, per packet: the filter; per accepted packet: a copy into this
+  // thread's buffer of EPBs. One clock read per burst that keeps something, and one fwrite
+  // (one FILE lock) per burst or per full buffer.
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
     const std::uint16_t got = real->rx_burst(queue, pkts, n);
     if (got == 0) return 0;
     received.add(got);
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME, &now);
-    const std::uint64_t ns =
-        static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(now.tv_nsec);
-    // EPB: 28 bytes of header, the data padded to 4, 4 bytes of trailer (§4.3).
-    static thread_local std::array<std::uint8_t, 28 + snap_bytes + 3 + 4> epb;
-    std::uint64_t kept = 0;
-    std::uint8_t* const body = epb.data() + 28;
+    static thread_local std::array<std::uint8_t, epb_buffer_bytes> buffer;
+    std::size_t used = 0;
+    std::uint64_t ns = 0, kept = 0;
     for (std::uint16_t i = 0; i < got; ++i) {
+      if (buffer.size() - used < epb_max_bytes) {
+        kept += flush(buffer.data(), used);
+        used = 0;
+      }
+      // EPB (§4.3): 28 bytes of header, the data padded to 4, 4 bytes of trailer.
+      std::uint8_t* const epb = buffer.data() + used;
+      std::uint8_t* const body = epb + 28;
       // One segment (the usual case): filter in place, copy only what is kept.
       const Mbuf* first = pkts[i];
       const std::uint8_t* data = first->data<std::uint8_t>();
@@ -122,19 +126,44 @@ struct CaptureRxQueue : QueueBase {
       h.caplen = caplen;
       h.len = first->pkt_len;
       if (out->has_filter && pcap_offline_filter(&out->filter, &h, data) == 0) continue;
+      if (ns == 0) ns = now_ns();
       if (data != body) std::memcpy(body, data, caplen);
       const std::uint32_t padded = (caplen + 3) & ~3u;
-      std::memset(epb.data() + 28 + caplen, 0, padded - caplen);
+      std::memset(body + caplen, 0, padded - caplen);
       const std::uint32_t total = 32 + padded;
       const std::uint32_t head[7] = {
           block_epb, total,           0, static_cast<std::uint32_t>(ns >> 32), static_cast<std::uint32_t>(ns),
-          caplen,    pkts[i]->pkt_len};
-      std::memcpy(epb.data(), head, sizeof head);
-      std::memcpy(epb.data() + 28 + padded, &total, 4);
-      if (std::fwrite(epb.data(), 1, total, out->file) == total) ++kept;
+          caplen,    first->pkt_len};
+      std::memcpy(epb, head, sizeof head);
+      std::memcpy(body + padded, &total, 4);
+      used += total;
     }
+    kept += flush(buffer.data(), used);
     written.add(kept);
     return got;
+  }
+
+ private:
+  static constexpr std::size_t epb_max_bytes = 32 + snap_bytes + 3;
+  static constexpr std::size_t epb_buffer_bytes = 4 * epb_max_bytes;
+
+  static std::uint64_t now_ns() noexcept {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(now.tv_nsec);
+  }
+
+  // Writes `bytes` of whole EPBs; returns how many packets reached the file (all or none: a
+  // short write counts nothing, as the file is then cut mid-block anyway).
+  std::uint64_t flush(const std::uint8_t* data, std::size_t bytes) noexcept {
+    if (bytes == 0) return 0;
+    std::uint64_t blocks = 0;
+    for (std::size_t at = 0; at < bytes; ++blocks) {
+      std::uint32_t total;
+      std::memcpy(&total, data + at + 4, 4);
+      at += total;
+    }
+    return std::fwrite(data, 1, bytes, out->file) == bytes ? blocks : 0;
   }
 };
 

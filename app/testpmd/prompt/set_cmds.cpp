@@ -80,7 +80,7 @@ std::span<const Command> set_commands() {
        }},
       {{"set", "verbose"},
        "<level>",
-       "0: quiet; 1 or more: print received packets' headers",
+       "0: quiet; 1: print received packets' headers; 2: sent ones; 3: both",
        [](Testpmd& tp, Args a) -> Result<void> {
          auto n = parse_number("set verbose", a[0], 0, 3);
          if (!n) return std::unexpected(n.error());

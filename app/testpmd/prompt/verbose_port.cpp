@@ -1,4 +1,4 @@
-// The verbose RX proxy: one queue object per real RX queue, printing after each burst.
+// The verbose proxy: one queue object per real RX and TX queue, printing each burst.
 #include "app/testpmd/prompt/verbose_port.hpp"
 
 #include <fmt/format.h>
@@ -46,63 +46,87 @@ void describe(const Mbuf& m, std::string& out) {
   out += '\n';
 }
 
+// One burst's dump, as dpdk-testpmd's dump_pkt_burst: a header line, then a line per packet.
+// Written with one fwrite, so that the lines of two lcores never mix. The allocation and the
+// printing are the price of verbose mode; out of memory, the packets still go on unprinted.
+void print_burst(const Mbuf* const* pkts, std::uint16_t n, std::uint16_t port, std::uint16_t queue,
+                 const char* what) noexcept {
+  try {
+    std::string text = fmt::format("port {}/queue {}: {} {} packets\n", port, queue, what, n);
+    for (std::uint16_t i = 0; i < n; ++i) describe(*pkts[i], text);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  } catch (...) {
+  }
+}
+
 struct VerboseRxQueue : QueueBase {
   Port* real = nullptr;
   std::uint16_t queue = 0;
 
-  // Runs on the polling lcore; the allocation and printing are the price of verbose mode.
+  // Runs on the polling lcore: what the real queue gave, printed after the burst.
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
     const std::uint16_t got = real->rx_burst(queue, pkts, n);
-    if (got == 0) return 0;
-    try {
-      std::string text = fmt::format("port {}/queue {}: received {} packets\n", real->id(), queue, got);
-      for (std::uint16_t i = 0; i < got; ++i) describe(*pkts[i], text);
-      std::fwrite(text.data(), 1, text.size(), stdout);  // one write: lines of two lcores never mix
-      std::fflush(stdout);
-    } catch (...) {  // out of memory while printing: the packets still go on
-    }
+    if (got != 0) print_burst(pkts, got, real->id(), queue, "received");
     return got;
   }
 };
 
-class VerboseRxPort final : public Port {
+struct VerboseTxQueue : QueueBase {
+  Port* real = nullptr;
+  std::uint16_t queue = 0;
+
+  // As DPDK's TX callback: every packet offered, printed before the real queue takes (and may
+  // free) them.
+  std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    if (n != 0) print_burst(pkts, n, real->id(), queue, "sent");
+    return real->tx_burst(queue, pkts, n);
+  }
+};
+
+// A proxy for both directions; the streams use it for the directions `level` prints (DPDK's
+// rule: 1 RX, 2 TX, 3 and more both) and the real port otherwise.
+class VerbosePort final : public Port {
  public:
-  explicit VerboseRxPort(Port& real) : Port(real.name() + "(verbose)", real.driver_name()), real_(real) {
+  explicit VerbosePort(Port& real)
+      : Port(real.name() + "(verbose)", real.driver_name()),
+        real_(real),
+        rx_(real.config().rx_queues),
+        tx_(real.config().tx_queues) {
     set_id(real.id());
+    for (std::uint16_t q = 0; q < rx_.size(); ++q) rx_[q] = {{}, &real_, q};
+    for (std::uint16_t q = 0; q < tx_.size(); ++q) tx_[q] = {{}, &real_, q};
   }
-  Result<void> setup_rx_queue(std::uint16_t queue, const RxQueueConfig&) override {
-    queues_[queue].real = &real_;
-    queues_[queue].queue = queue;
-    return {};
-  }
+  Result<void> setup_rx_queue(std::uint16_t, const RxQueueConfig&) override { return {}; }
   Result<void> setup_tx_queue(std::uint16_t, const TxQueueConfig&) override { return {}; }
   PortInfo info() const override {
     PortInfo i = real_.info();
     i.max_rx_queues = i.max_tx_queues = port_max_queues;
     return i;
   }
-  void size(std::uint16_t rx_queues) { queues_.resize(rx_queues); }
 
  protected:
   Result<void> do_start() override {
-    for (std::uint16_t q = 0; q < queues_.size(); ++q) publish_rx(q, &queues_[q]);
+    for (std::uint16_t q = 0; q < rx_.size(); ++q) publish_rx(q, &rx_[q]);
+    for (std::uint16_t q = 0; q < tx_.size(); ++q) publish_tx(q, &tx_[q]);
     return {};
   }
   PortStats read_stats() const override { return {}; }
 
  private:
   Port& real_;
-  std::vector<VerboseRxQueue> queues_;
+  std::vector<VerboseRxQueue> rx_;
+  std::vector<VerboseTxQueue> tx_;
 };
 
 }  // namespace
 
-std::unique_ptr<Port> make_verbose_rx_port(Port& real, unsigned) {
-  auto p = std::make_unique<VerboseRxPort>(real);
-  const std::uint16_t queues = real.config().rx_queues;
-  p->size(queues);
-  (void)p->configure({queues, 1});
-  for (std::uint16_t q = 0; q < queues; ++q) (void)p->setup_rx_queue(q, {});
+bool verbose_prints_rx(unsigned level) { return level == 1 || level > 2; }
+bool verbose_prints_tx(unsigned level) { return level >= 2; }
+
+std::unique_ptr<Port> make_verbose_port(Port& real) {
+  auto p = std::make_unique<VerbosePort>(real);
+  (void)p->configure({real.config().rx_queues, real.config().tx_queues});
   (void)p->start();
   return p;
 }
