@@ -276,7 +276,13 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
   std::uint16_t got = 0, used = 0;
   std::uint64_t bytes = 0;
   while (got < n) {
-    if (dev.pop(c) != Pop::chain) break;
+    if (dev.pop(c) != Pop::chain) {
+      // Nothing new: pause before the next poll. Every poll reads the line the driver is
+      // writing its next descriptor into; polling flat out steals it back and forth and slows
+      // the driver down more than it saves us.
+      if (got == 0) cpu_pause();
+      break;
+    }
     Mbuf* m = stash.take();
     virtio::NetHdr hdr;
     const Copied r = copy_from_chain(c, m, stash.pool(), hdr);
