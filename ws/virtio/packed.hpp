@@ -65,6 +65,7 @@ class PackedDevice {
     event_idx_ = event_idx;
     avail_ = used_ = signalled_used_ = static_cast<std::uint16_t>(base & 0x7fff);
     avail_wrap_ = used_wrap_ = (base & 0x8000) != 0;
+    staged_ = nullptr;
     if (avail_ >= ring_.size) avail_ = used_ = signalled_used_ = 0;  // checked by the caller; be safe
   }
 
@@ -144,7 +145,35 @@ class PackedDevice {
       used_wrap_ = !used_wrap_;
     }
   }
-  void flush_used() noexcept {}  // packed: every push_used is already visible
+  // Batched form of push_used: the descriptor is written but, when it is the first of a batch,
+  // its flags wait for flush_used(); the later ones go out relaxed. The driver reads used
+  // descriptors in ring order and stops at the first one not yet used, so it sees the batch
+  // only when flush_used() stores the first flags (release), as DPDK's vhost does.
+  void stage_used(std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
+    PackedDesc* p = &ring_.desc[used_];
+    p->id = id;
+    p->len = len;
+    const auto flags = static_cast<std::uint16_t>(used_wrap_ ? (desc_flag::avail | desc_flag::used) : 0);
+    if (staged_ == nullptr) {
+      staged_ = p;
+      staged_flags_ = flags;
+    } else {
+      __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);  // published by the first's release
+    }
+    used_ = static_cast<std::uint16_t>(used_ + ring_descs);
+    if (used_ >= ring_.size) {
+      used_ = static_cast<std::uint16_t>(used_ - ring_.size);
+      used_wrap_ = !used_wrap_;
+    }
+  }
+  // Publishes what stage_used() wrote (push_used() needs no flush).
+  void flush_used() noexcept {
+    if (staged_ == nullptr) return;
+    // release: the batch's ids, lens, later flags (and the buffer contents) before the first
+    // flags. Pairs with the driver's acquire.
+    __atomic_store_n(&staged_->flags, staged_flags_, __ATOMIC_RELEASE);
+    staged_ = nullptr;
+  }
 
   // §2.8.10: the driver's event suppression area decides whether it wants an interrupt.
   bool needs_notify() noexcept {
@@ -207,6 +236,8 @@ class PackedDevice {
   std::uint16_t avail_ = 0;  // next descriptor to look at
   std::uint16_t used_ = 0;   // next used slot to write
   std::uint16_t signalled_used_ = 0;
+  std::uint16_t staged_flags_ = 0;
+  PackedDesc* staged_ = nullptr;  // first descriptor of a staged batch, flags not yet stored
   bool avail_wrap_ = true;   // §2.8.1: both counters start at 1
   bool used_wrap_ = true;
   bool indirect_ = false;

@@ -149,6 +149,30 @@ TEST(Packed, OutOfOrderCompletionsReturnTheRightCookies) {
   EXPECT_EQ(cookies[2], 11u);
 }
 
+TEST(Packed, StagedUsedBatchIsInvisibleUntilFlushedAndCrossesTheRingEnd) {
+  PackedPair p(4);
+  const Buffer b{p.buf(0), 64, true};
+  PackedDevice<>::ChainT c;
+  std::uint32_t cookies[4], lens[4];
+  for (std::uint32_t lap = 0; lap < 3; ++lap) {  // 3 chains per lap on 4 slots: batches straddle the end
+    for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(p.drv.post(&b, 1, 10 * lap + i));
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(p.dev.pop(c), Pop::chain);
+      p.dev.stage_used(c.id, 5 + i, c.ring_descs);
+    }
+    // The later descriptors are written, the first's flags are not: the driver sees nothing.
+    EXPECT_EQ(p.drv.reclaim(cookies, lens, 4), 0) << lap;
+    p.dev.flush_used();
+    ASSERT_EQ(p.drv.reclaim(cookies, lens, 4), 3) << lap;
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(cookies[i], 10 * lap + i);
+      EXPECT_EQ(lens[i], 5 + i);
+    }
+    p.dev.flush_used();  // nothing staged: no effect
+  }
+  EXPECT_FALSE(p.drv_health.broken());
+}
+
 TEST(Packed, IndirectTableAndGetVringBase) {
   PackedPair p(8);
   auto* t = p.tm.alloc<PackedDesc>(32, 16);

@@ -99,6 +99,9 @@ class SplitDevice {
   // Gives back the last `chains` popped chains (not yet pushed used): they will pop again.
   void unpop(std::uint16_t chains) noexcept { last_avail_ = static_cast<std::uint16_t>(last_avail_ - chains); }
 
+  // Split rings publish used entries by index: staging is pushing.
+  void stage_used(std::uint16_t id, std::uint32_t len) noexcept { push_used(id, len); }
+
   // Available chains not yet taken (reads the shared index). Polling thread.
   std::uint16_t pending() noexcept {
     const std::uint16_t idx = __atomic_load_n(ring_.avail_idx(), __ATOMIC_ACQUIRE);

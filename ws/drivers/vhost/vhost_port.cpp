@@ -2,7 +2,9 @@
 // and ring start/stop handed to the polling lcores through RingSlot.
 #include "ws/drivers/vhost/vhost_port.hpp"
 
+#include <linux/membarrier.h>
 #include <poll.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -34,11 +37,11 @@ constexpr std::array vhost_params = {
 
 struct alignas(cache_line_bytes) RxQ : QueueBase {
   RingSlot* slot = nullptr;
-  PktmbufPool* pool = nullptr;
+  std::unique_ptr<MbufStash> stash;  // set up with the queue's pool
   RxQueueCounters counters;
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
     if (!slot->enter()) return 0;
-    const std::uint16_t got = slot->dequeue(*slot, *pool, counters, pkts, n);
+    const std::uint16_t got = slot->dequeue(*slot, *stash, counters, pkts, n);
     slot->leave();
     return got;
   }
@@ -70,6 +73,37 @@ EnqueueFn pick_enqueue(bool mergeable, bool offload) noexcept {
   return mergeable ? &enqueue<Packed, true, false> : &enqueue<Packed, false, false>;
 }
 
+// In order, chains are returned in batches: only on the frontend's TX ring of a packed layout
+// (its RX ring needs each buffer's length; split rings return every used entry).
+template <bool Packed>
+DequeueFn pick_dequeue(bool in_order, bool offload) noexcept {
+  if constexpr (Packed) {
+    if (in_order) return offload ? &dequeue<true, true, true> : &dequeue<true, true, false>;
+  }
+  return offload ? &dequeue<Packed, false, true> : &dequeue<Packed, false, false>;
+}
+
+}  // namespace
+
+namespace vhost_pmd {
+
+bool register_heavy_fence() noexcept {
+  static const bool registered = [] {
+    const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
+    return ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return registered;
+}
+
+void heavy_fence() noexcept {
+  if (::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) std::abort();  // registered above
+}
+
+}  // namespace vhost_pmd
+
+namespace {
+
 int unix_socket(const std::string& path, sockaddr_un& addr, std::string& error) {
   if (path.size() >= sizeof(addr.sun_path)) {
     error = fmt::format("path '{}' is longer than {} bytes", path, sizeof(addr.sun_path) - 1);
@@ -90,6 +124,8 @@ class VhostPort final : public Port, public virtio::RingListener {
         slots_(std::make_unique<RingSlot[]>(2u * queues)),
         backend_(virtio::BackendOptions{.name = name, .queue_pairs = queues, .features = offered(tso)}, this) {
     mac_ = MacAddress{{0x56, 0x48, 0x4f, 0x53, 0x54, 0x00}};  // DPDK net_vhost's "VHOST" address
+    const bool asymmetric = register_heavy_fence();
+    for (std::uint32_t r = 0; r < 2u * queues; ++r) slots_[r].asymmetric = asymmetric;
   }
   ~VhostPort() override {
     stop_.store(true, std::memory_order_release);
@@ -133,7 +169,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   Result<void> setup_rx_queue(std::uint16_t q, const RxQueueConfig& c) override {
     if (q >= rxq_.size()) return fail("RX queue {} does not exist ({} configured)", q, rxq_.size());
     if (c.pool == nullptr) return fail("device '{}': RX queue {} needs a mempool", name(), q);
-    rxq_[q]->pool = c.pool;
+    rxq_[q]->stash = std::make_unique<MbufStash>(c.pool);
     return {};
   }
   Result<void> setup_tx_queue(std::uint16_t q, const TxQueueConfig&) override {
@@ -142,11 +178,15 @@ class VhostPort final : public Port, public virtio::RingListener {
   }
   Result<void> do_start() override {
     for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
-      if (rxq_[q]->pool == nullptr) return fail("RX queue {} was not set up", q);
+      if (rxq_[q]->stash == nullptr) return fail("RX queue {} was not set up", q);
       publish_rx(q, rxq_[q].get());
       publish_tx(q, txq_[q].get());
     }
     return {};
+  }
+  void release_mbufs() override {
+    for (auto& q : rxq_)
+      if (q->stash) q->stash->release();
   }
   PortStats read_stats() const override {
     PortStats s;
@@ -187,20 +227,22 @@ class VhostPort final : public Port, public virtio::RingListener {
     s.offload = virtio::HdrOffloads::device_tx(f);
     const bool ol_in = virtio::has(f, virtio::feature::csum);
     const bool ol_out = s.offload.any() || tx_offloads_.load(std::memory_order_relaxed) != 0;
+    const bool in_order = virtio::has(f, virtio::feature::in_order);
     s.health.reset();
+    s.deferred_descs = 0;
     if (backend_.packed()) {
       s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
                      reinterpret_cast<virtio::EventSuppress*>(v.used)},
                     &backend_.memory(), &s.health, indirect, event_idx, v.base);
       s.packed.suppress_kicks(true);
-      s.dequeue = ol_in ? &dequeue<true, true> : &dequeue<true, false>;
+      s.dequeue = pick_dequeue<true>(in_order, ol_in);
       s.enqueue = pick_enqueue<true>(mrg, ol_out);
     } else {
       s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc), reinterpret_cast<std::uint16_t*>(v.avail),
                     reinterpret_cast<std::uint16_t*>(v.used)},
                    &backend_.memory(), &s.health, indirect, event_idx, v.base);
       s.split.suppress_kicks(true);
-      s.dequeue = ol_in ? &dequeue<false, true> : &dequeue<false, false>;
+      s.dequeue = pick_dequeue<false>(in_order, ol_in);
       s.enqueue = pick_enqueue<false>(mrg, ol_out);
     }
     if (s.call_fd >= 0) ::close(s.call_fd);
@@ -211,6 +253,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];
     s.stop();
+    if (backend_.packed()) flush_deferred(s);  // the driver gets every chain we took back
     if (s.health.broken())
       log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
           virtio::queue_error_name(s.health.first_error()));
