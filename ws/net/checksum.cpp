@@ -206,7 +206,7 @@ CksumStatus verify_checksums(Mbuf& m) noexcept {
   if (!locate(m, ipv4, s)) return st;
   if (ipv4) {
     st.ip_checked = true;
-    st.ip_good = fold_sum(raw_sum(s.l3, m.l3_len)) == 0xffff;  // RFC 1071: sums to all ones
+    st.ip_good = fold_sum(ipv4_hdr_sum(s.l3, m.l3_len)) == 0xffff;  // RFC 1071: sums to all ones
     m.ol_flags |= st.ip_good ? mbuf_flag::rx_ip_cksum_good : mbuf_flag::rx_ip_cksum_bad;
   }
   const std::uint32_t l4 = t & ptype::l4_mask;
@@ -240,7 +240,7 @@ bool apply_tx_checksums(Mbuf& m) noexcept {
   if (want & mbuf_flag::tx_ip_cksum) {
     auto* ip = reinterpret_cast<Ipv4Hdr*>(l3);
     const std::uint16_t old = ip->hdr_checksum;
-    ip->hdr_checksum = static_cast<std::uint16_t>(~fold_sum(raw_sum(ip, m.l3_len) + (0xffffu - old)));
+    ip->hdr_checksum = static_cast<std::uint16_t>(~fold_sum(ipv4_hdr_sum(ip, m.l3_len) + (0xffffu - old)));
   }
   if (l4 == mbuf_flag::tx_tcp_cksum || l4 == mbuf_flag::tx_udp_cksum) {
     const std::uint32_t l4_len = m.pkt_len - l4_off;
