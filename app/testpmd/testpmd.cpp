@@ -102,7 +102,7 @@ Result<void> Testpmd::create_ports() {
   for (auto& p : ports_) {
     std::printf("Configuring Port %u (socket 0)\n", p->id());
     const std::string where = fmt::format("port {} ({})", p->id(), p->name());
-    if (auto ok = p->configure({app_.rxq, app_.txq}); !ok) return std::unexpected(ok.error());
+    if (auto ok = p->configure(port_config(*p)); !ok) return std::unexpected(ok.error());
     for (std::uint16_t q = 0; q < app_.rxq; ++q)
       if (auto ok = p->setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
     for (std::uint16_t q = 0; q < app_.txq; ++q)
@@ -375,7 +375,7 @@ Result<void> Testpmd::stop_ports(std::optional<std::uint16_t> port) {
 Result<void> Testpmd::reconfigure_port(Port& p) {
   const std::string where = fmt::format("port {} ({})", p.id(), p.name());
   p.release_mbufs();
-  if (auto ok = p.configure({app_.rxq, app_.txq}); !ok) return ok;
+  if (auto ok = p.configure(port_config(p)); !ok) return ok;
   for (std::uint16_t q = 0; q < app_.rxq; ++q)
     if (auto ok = p.setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
   for (std::uint16_t q = 0; q < app_.txq; ++q)
