@@ -1,6 +1,7 @@
 // Port control-path state machine and stats bookkeeping.
 #include "ws/port/port.hpp"
 
+#include <bit>
 #include <utility>
 
 namespace ws {
@@ -62,6 +63,38 @@ Result<void> Port::check_tx_offloads(std::uint64_t offloads, PktmbufPool* segmen
   return {};
 }
 
+Result<void> Port::check_rss(const RssConfig& rss, std::uint16_t rx_queues) const {
+  if (rss.types & ~(rss_type::ip | rss_type::tcp | rss_type::udp))
+    return fail("RSS types {:#x}: accepted ip, tcp, udp ({:#x})", rss.types, rss_type::ip | rss_type::tcp | rss_type::udp);
+  if (!rss.reta.empty() && (rss.reta.size() > RssReta::max_size || !std::has_single_bit(rss.reta.size())))
+    return fail("RSS redirection table of {} entries: a power of two up to {} expected", rss.reta.size(),
+                RssReta::max_size);
+  for (std::size_t i = 0; i < rss.reta.size(); ++i)
+    if (rss.reta[i] >= rx_queues)
+      return fail("RSS redirection table entry {} points at RX queue {}; the port has {} RX queues", i, rss.reta[i],
+                  rx_queues);
+  return {};
+}
+
+Result<void> Port::set_rss(const RssConfig& rss) {
+  if (started_) return fail("port {} ({}): stop the port before changing its RSS configuration", id_, name_);
+  if (auto ok = check_rss(rss, config_.rx_queues); !ok)
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  config_.rss = rss;
+  return {};
+}
+
+Result<void> Port::start_software_rss() {
+  if (sw_rss_) rss_missed_before_ += sw_rss_->missed();
+  sw_rss_.reset();
+  if (config_.rss.types == 0 || info().rss_types_capa != 0) return {};  // no RSS, or the device's own
+  auto rss = SoftwareRss::create(config_.rss, rx_table_);
+  if (!rss) return std::unexpected(rss.error());
+  sw_rss_ = std::move(*rss);
+  for (std::uint16_t q = 0; q < rx_table_.size(); ++q) rx_table_[q] = sw_rss_->entry(q);
+  return {};
+}
+
 Result<void> Port::set_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) {
   if (started_) return fail("port {} ({}): stop the port before changing its TX offloads", id_, name_);
   if (auto ok = check_tx_offloads(offloads, segment_pool); !ok)
@@ -102,6 +135,8 @@ Result<void> Port::configure(const PortConfig& config) {
                 i.max_tx_queues);
   if (auto ok = check_tx_offloads(config.tx_offloads, config.tx_segment_pool); !ok)
     return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  if (auto ok = check_rss(config.rss, config.rx_queues); !ok)
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
   if (auto ok = do_configure(config); !ok) return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
   config_ = config;
   rx_table_.assign(config.rx_queues, BurstEntry{&idle_burst, nullptr});
@@ -126,6 +161,11 @@ Result<void> Port::start() {
     return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
   }
   wrap_tx_queues();
+  if (auto ok = start_software_rss(); !ok) {
+    do_stop();
+    idle_tables();
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  }
   started_ = true;
   return {};
 }
@@ -134,6 +174,7 @@ void Port::stop() {
   if (!started_) return;
   do_stop();
   idle_tables();
+  if (sw_rss_) sw_rss_->drain();  // packets spread to queues nobody polls any more
   started_ = false;
 }
 
@@ -145,6 +186,7 @@ void Port::idle_tables() {
 PortStats Port::raw_stats() const {
   PortStats s = read_stats();
   for (const auto& q : sw_tx_) s.oerrors += q->dropped.read();
+  s.imissed += rss_missed_before_ + (sw_rss_ ? sw_rss_->missed() : 0);
   return s;
 }
 

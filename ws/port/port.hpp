@@ -11,14 +11,13 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/core/result.hpp"
 #include "ws/net/ether.hpp"
+#include "ws/port/burst.hpp"
+#include "ws/port/software_rss.hpp"
 #include "ws/port/stats.hpp"
 
 namespace ws {
 
 inline constexpr std::uint16_t port_max_queues = 64;
-
-// Base of every driver queue; the burst table holds pointers to it.
-struct QueueBase {};
 
 // A driver RX queue type: q.rx_burst(Mbuf** pkts, uint16_t n) -> received count.
 template <class Q>
@@ -30,13 +29,6 @@ concept RxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts,
 template <class Q>
 concept TxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts, std::uint16_t n) {
   { q.tx_burst(pkts, n) } noexcept -> std::same_as<std::uint16_t>;
-};
-
-using BurstFn = std::uint16_t (*)(QueueBase*, Mbuf**, std::uint16_t) noexcept;
-
-struct BurstEntry {
-  BurstFn fn = nullptr;
-  QueueBase* queue = nullptr;
 };
 
 template <RxQueue Q>
@@ -74,6 +66,8 @@ struct PortConfig {
   // Where software TSO takes its segments' header and indirect mbufs from; needed when
   // tx_offloads has TSO and the device does not.
   PktmbufPool* tx_segment_pool = nullptr;
+  // Receive side scaling. A device without the hash gets it in software (software_rss.hpp).
+  RssConfig rss{};
 };
 
 struct RxQueueConfig {
@@ -98,6 +92,7 @@ struct PortInfo {
   std::uint16_t min_descriptors = 0;
   std::uint16_t max_descriptors = 0;
   std::uint64_t tx_offload_capa = 0;  // tx_offload::* the device does itself
+  std::uint32_t rss_types_capa = 0;   // rss_type::* the device hashes itself (flow_type_rss_offloads)
 };
 
 // A TX queue whose enabled offloads the device lacks: the port's software offloads run before
@@ -146,6 +141,10 @@ class Port {
   Result<void> set_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool);
   // Enabled offloads the device lacks, done by the port in software while it runs.
   std::uint64_t software_tx_offloads() const;
+  // Changes the RSS configuration of a stopped port; applied at the next start().
+  Result<void> set_rss(const RssConfig& rss);
+  // True while the port hashes (and spreads) received packets in software.
+  bool software_rss() const { return sw_rss_ != nullptr && started_; }
   // Returns every mbuf the driver holds (in queues, rings) to its pool. Port stopped.
   virtual void release_mbufs() {}
 
@@ -191,6 +190,8 @@ class Port {
  private:
   void idle_tables();  // every burst entry back to idle_burst
   Result<void> check_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) const;
+  Result<void> check_rss(const RssConfig& rss, std::uint16_t rx_queues) const;
+  Result<void> start_software_rss();  // hashing/spreading RX entries, when the device has no hash
   void wrap_tx_queues();  // software offloads in front of the driver's TX burst functions
   PortStats raw_stats() const;  // read_stats() plus the software offloads' drops
 
@@ -204,6 +205,8 @@ class Port {
   std::vector<BurstEntry> rx_table_;
   std::vector<BurstEntry> tx_table_;
   std::vector<std::unique_ptr<SoftwareTxQueue>> sw_tx_;  // one per TX queue, from configure()
+  std::unique_ptr<SoftwareRss> sw_rss_;                  // from the last start() with software RSS
+  std::uint64_t rss_missed_before_ = 0;                  // missed counts of replaced sw_rss_
 };
 
 // An RX/TX burst function for queues that are not ready: receives and takes nothing.
