@@ -1,7 +1,7 @@
 // The csum engine's per-port settings (`csum set`, `tso set`) and the TX offloads they enable
 // on the port: a layer set to hw, or a TSO segment size, enables the matching offload, which
-// the port does itself or in software (ws::Port). As dpdk-testpmd, the port must be stopped;
-// the change applies at its next start.
+// the port does itself or in software (ws::Port). Also the ports' RSS types (`port config all
+// rss`). The ports must be stopped; the change applies at their next start.
 #include "app/testpmd/testpmd.hpp"
 
 namespace ws::testpmd {
@@ -12,7 +12,19 @@ PortConfig Testpmd::port_config(const Port& p) const {
   c.tx_queues = app_.txq;
   c.tx_offloads = p.config().tx_offloads;
   c.tx_segment_pool = pool_.get();
+  // As dpdk-testpmd: RSS with more than one RX queue, Microsoft's key, a round-robin table;
+  // done in software by ports whose device has no hash.
+  if (app_.rxq > 1) c.rss.types = app_.rss_types;
   return c;
+}
+
+Result<void> Testpmd::set_rss_types(std::uint32_t types) {
+  for (auto& p : ports_)
+    if (p->started()) return fail("Please stop all ports first (port {} is started)", p->id());
+  app_.rss_types = types;
+  for (auto& p : ports_)
+    if (auto ok = p->set_rss(port_config(*p).rss); !ok) return ok;
+  return {};
 }
 
 Result<void> Testpmd::apply_csum_config(std::uint16_t port) {

@@ -127,9 +127,6 @@ Result<void> Testpmd::setup_streams() {
   fwd_config_.flowgen_clones = app_.flowgen_clones;
   fwd_config_.flowgen_flows = app_.flowgen_flows;
   fwd_config_.rx_cksum = app_.enable_rx_cksum;
-  fwd_config_.rss_types = app_.rss_types;
-  static const Toeplitz default_rss_key;  // Microsoft's key, as dpdk-testpmd's default
-  fwd_config_.rss_key = &default_rss_key;
   for (std::size_t p = 0; p < max_ports; ++p) {
     // dpdk-testpmd's default peer: 02:00:00:00:00:<port>
     fwd_config_.peer_mac[p] = MacAddress{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(p)}};

@@ -70,6 +70,8 @@ class Testpmd {
   // applied at its next start: the port must be stopped, as in dpdk-testpmd.
   Result<void> set_csum_offload(std::uint16_t port, std::string_view layer, bool hw);
   Result<void> set_tso(std::uint16_t port, std::uint16_t segsz);
+  // rss_type bits every port hashes when it has several RX queues (0: none). Ports stopped.
+  Result<void> set_rss_types(std::uint32_t types);
   void clear_port_stats(std::uint16_t port);
   std::vector<CorePlan> core_plan() const;
   // Puts `tap` (a proxy receiving from `port`, e.g. a capture) in front of the port for every

@@ -9,7 +9,6 @@
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/net/checksum.hpp"
 #include "ws/net/ptype.hpp"
-#include "ws/net/rss.hpp"
 
 namespace ws::testpmd {
 namespace {
@@ -90,7 +89,6 @@ std::uint16_t csum_forward(Stream& s) noexcept {
     Mbuf* m = pkts[i];
     classify_outer(*m);
     count_rx_verdict(s, m);
-    if (cfg.rss_types) soft_rss(*m, *cfg.rss_key, cfg.rss_types);
     m->ol_flags &= mbuf_flag::indirect | mbuf_flag::rx_rss_hash;
     if (m->data_len >= sizeof(EtherHdr)) {
       std::memcpy(m->data(), dst.bytes.data(), 6);

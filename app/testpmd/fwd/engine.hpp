@@ -47,8 +47,6 @@ struct FwdConfig {
   std::uint32_t flowgen_flows = 1024;
   std::array<CsumConfig, max_ports> csum{};  // by TX port id
   bool rx_cksum = false;             // --enable-rx-cksum: verify in software where ports give no verdict
-  std::uint32_t rss_types = 0;       // --rss-ip / --rss-udp (rss_type::*): software hash in csum mode
-  const Toeplitz* rss_key = nullptr;  // set when rss_types != 0
   std::array<MacAddress, max_ports> port_mac{};  // our ports' addresses
   std::array<MacAddress, max_ports> peer_mac{};  // --eth-peer, default 02:00:00:00:00:<port>
   std::array<std::uint32_t, max_ports> icmpecho_ip_be{};  // --icmpecho-ip; 0: icmpecho answers any address
