@@ -46,7 +46,9 @@ inline std::uint32_t raw_sum(const void* data, std::size_t len, std::uint32_t su
 // GCC 12's AVX-512 cast and extract intrinsics trip these on their own "undefined" operand.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
   // Built for a CPU with AVX-512 (WS_NATIVE): 33 to 64 bytes in one byte-masked load (absent
   // bytes read as zero), biased and pair-added as in raw_sum_avx512; no tail, no loop.
   if (len > 32) {
