@@ -93,11 +93,22 @@ __attribute__((target("avx512f,avx512bw,avx512vnni,bmi2"))) std::uint32_t raw_su
     a2 = _mm512_dpwssd_epi32(a2, _mm512_xor_si512(_mm512_loadu_si512(p + 128), bias), ones);
     a3 = _mm512_dpwssd_epi32(a3, _mm512_xor_si512(_mm512_loadu_si512(p + 192), bias), ones);
   }
-  for (; len >= 64; len -= 64, p += 64, words += 32)
-    a1 = _mm512_dpwssd_epi32(a1, _mm512_xor_si512(_mm512_loadu_si512(p), bias), ones);
+  // Fewer than 256 bytes left: up to three whole vectors and a partial one, each into its own
+  // accumulator so that they do not wait on each other.
+  if (len >= 64) {
+    a0 = _mm512_dpwssd_epi32(a0, _mm512_xor_si512(_mm512_loadu_si512(p), bias), ones);
+    if (len >= 128) {
+      a1 = _mm512_dpwssd_epi32(a1, _mm512_xor_si512(_mm512_loadu_si512(p + 64), bias), ones);
+      if (len >= 192) a2 = _mm512_dpwssd_epi32(a2, _mm512_xor_si512(_mm512_loadu_si512(p + 128), bias), ones);
+    }
+    const std::size_t whole = len & ~std::size_t{63};
+    words += whole / 2;
+    p += whole;
+    len -= whole;
+  }
   if (len) {
     const __mmask64 mask = _bzhi_u64(~0ULL, static_cast<unsigned>(len));
-    a2 = _mm512_dpwssd_epi32(a2, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, p), bias), ones);
+    a3 = _mm512_dpwssd_epi32(a3, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, p), bias), ones);
     words += 32;  // the zero words are biased and corrected like the others
   }
   a0 = _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3));
