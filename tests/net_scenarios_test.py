@@ -202,6 +202,110 @@ class CsumMode(NetCase):
         self.assertEqual(s["totals"]["bad_ip_csum"] + s["totals"]["bad_l4_csum"], 0, desc)
 
 
+class CsumOffloadCommands(NetCase):
+    """csum set ... hw / tso set through --cmdline-file: the TX port (net_pcap, which has no
+    offloads of its own) fills the checksums and segments in software; tshark checks the output."""
+
+    def commands(self, lines):
+        path = self.path("cmds.txt")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+    def test_hw_checksums_and_tso_done_by_the_port(self):
+        self.need_tshark()
+        rng = random.Random(3)
+        segsz = 800
+        payloads = [3000, 100, 2000, 1000, 801]
+        frames = [ipv4_frame(6, tcp_segment(rng, payloads[0]), bad_ip=True, bad_l4=True),
+                  ipv4_frame(6, tcp_segment(rng, payloads[1]), bad_l4=True),
+                  ipv6_frame(6, tcp_segment(rng, payloads[2]), bad_l4=True),
+                  ipv4_frame(17, udp_datagram(rng, payloads[3]), bad_ip=True, bad_l4=True),
+                  ipv4_frame(6, tcp_segment(rng, payloads[4]))]
+        expect_frames = [4, 1, 3, 1, 2]  # TCP cut at 800 bytes of payload; UDP is not
+        inp, out = self.path("in.pcap"), self.path("out.pcap")
+        write_pcap(inp, frames)
+        cmds = self.commands(["csum set ip hw 0", "port stop all", "csum set ip hw 0", "csum set udp hw 0",
+                              "csum set tcp hw 0", "csum set sctp hw 0", "tso set {} 0".format(segsz), "tso show 0",
+                              "csum show 0", "port start all"])
+        s, desc = self.run_testpmd(EAL + ["--vdev", "net_pcap0,rx_pcap={},tx_pcap={}".format(inp, out)],
+                                   ["--forward-mode=csum", "--port-topology=loop", "--cmdline-file", cmds,
+                                    "--duration=1"])
+        for needle in ["Please stop port 0 first", "IP checksum offload is hw", "UDP checksum offload is hw",
+                       "TCP checksum offload is hw", "no SCTP CRC32c",
+                       "TSO segment size for non-tunneled packets is 800",
+                       "Port 0 does ipv4_cksum,udp_cksum,tcp_cksum,tcp_tso in software"]:
+            self.assertIn(needle, desc)
+        self.assertEqual(s["totals"]["rx_packets"], len(frames), desc)
+        self.assertEqual(s["totals"]["tx_packets"], len(frames), "a segmented packet counts once: " + desc)
+        rows = tshark_fields(out, ["frame.len", "ip.checksum.status", "tcp.checksum.status", "udp.checksum.status",
+                                   "tcp.len", "udp.length"])
+        self.assertEqual(len(rows), sum(expect_frames), desc)
+        for i, row in enumerate(rows):
+            self.assertNotIn("0", row[1:4], "frame {} left with a bad checksum: {}".format(i + 1, row))
+            self.assertIn("1", row[1:4], "frame {}: tshark checked nothing: {}".format(i + 1, row))
+        tcp_lens = [int(r[4]) for r in rows if r[4]]
+        self.assertEqual(sum(tcp_lens), payloads[0] + payloads[1] + payloads[2] + payloads[4])
+        self.assertLessEqual(max(tcp_lens), segsz)
+
+    def test_without_commands_nothing_is_segmented(self):
+        rng = random.Random(4)
+        frames = [ipv4_frame(6, tcp_segment(rng, 3000))]
+        s, _, out = self.run_pcap("csum", frames)
+        self.assertEqual(s["totals"]["tx_packets"], 1)
+
+
+MS_KEY = bytes([0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+                0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+                0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa])
+
+
+def toeplitz(data, key=MS_KEY):
+    """The Microsoft RSS hash, bit by bit (the specification's definition)."""
+    k, klen, h = int.from_bytes(key, "big"), len(key) * 8, 0
+    for i in range(len(data) * 8):
+        if data[i // 8] & (0x80 >> (i % 8)):
+            h ^= (k >> (klen - 32 - i)) & 0xffffffff
+    return h
+
+
+class SoftwareRss(NetCase):
+    """Two RX queues on a net_pcap port (no hardware hash) and --rss-udp, then "port config all
+    rss ip": the port spreads by the Toeplitz hash of the IPv4 addresses through a round-robin
+    table; each queue's stream writes its own file. Without an RSS option nothing is spread (as
+    dpdk-testpmd, pcap_port's two-queue test)."""
+
+    def test_spread_by_hash(self):
+        self.need_tshark()
+        rng = random.Random(5)
+        frames = [ipv4_frame(17, udp_datagram(rng, 50), src=bytes([10, 1, i // 256, i % 256])) for i in range(64)]
+        inp, empty = self.path("in.pcap"), self.path("empty.pcap")
+        outs = [self.path("out0.pcap"), self.path("out1.pcap")]
+        write_pcap(inp, frames)
+        write_pcap(empty, [])
+        cmds = self.path("cmds.txt")
+        with open(cmds, "w") as f:
+            f.write("show port 0 rss-hash\nport config all rss udp\nport stop all\nport config all rss ip\n"
+                    "port start all\n")
+        dev = "net_pcap0,rx_pcap={},rx_pcap={},tx_pcap={},tx_pcap={}".format(inp, empty, *outs)
+        s, desc = self.run_testpmd(EAL + ["--vdev", dev], ["--forward-mode=csum", "--port-topology=loop", "--rxq=2",
+                                                          "--txq=2", "--rss-udp", "--cmdline-file", cmds,
+                                                          "--duration=1"])
+        for needle in ["RSS functions:\n  ipv4 ipv6 ipv4-udp ipv6-udp", "Port 0 hashes in software",
+                       "Please stop all ports first", "RSS hash types set to ipv4 ipv6"]:
+            self.assertIn(needle, desc)
+        self.assertEqual(s["totals"]["tx_packets"], len(frames), desc)
+        seen = 0
+        for q, out in enumerate(outs):
+            rows = tshark_fields(out, ["ip.src", "ip.dst"])
+            self.assertGreater(len(rows), 10, "queue {} got {} of 64 flows".format(q, len(rows)))
+            for src, dst in rows:
+                h = toeplitz(bytes(int(x) for x in (src.split(".") + dst.split("."))))
+                self.assertEqual((h & 127) % 2, q, "{} -> {} hashed {:#x}".format(src, dst, h))
+            seen += len(rows)
+        self.assertEqual(seen, len(frames))
+
+
 class FiveTupleSwap(NetCase):
     def test_swaps_addresses_and_ports(self):
         self.need_tshark()

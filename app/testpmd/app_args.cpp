@@ -181,7 +181,7 @@ const std::vector<OptionSpec>& option_table() {
        }},
       {"--enable-rx-cksum", false,
        [](AppOptions& o, std::string_view) -> Result<void> { o.enable_rx_cksum = true; return {}; }},
-      // Ports without a hardware hash get it in software (ws/net/rss) where the engine computes it.
+      // Ports with several RX queues hash and spread by these (in software where the device cannot).
       {"--rss-ip", false,
        [](AppOptions& o, std::string_view) -> Result<void> { o.rss_types = rss_type::ip; return {}; }},
       {"--rss-udp", false,

@@ -10,6 +10,7 @@
 
 #include "ws/core/result.hpp"
 #include "ws/net/ether.hpp"
+#include "ws/net/rss.hpp"
 
 namespace ws::testpmd {
 
@@ -48,10 +49,13 @@ struct AppOptions {
   std::vector<std::string> captures;  // --capture PORT,FILE[,FILTER]: pcapng capture from the start
   bool record_core_cycles = false;
   bool enable_rx_cksum = false;  // verify RX checksums (in software where ports give no verdict)
-  // --tx-offloads: DPDK's RTE_ETH_TX_OFFLOAD_* bits; IPV4/UDP/TCP_CKSUM (0x2/0x4/0x8) make the
-  // csum engine request those checksums from the TX port, as `csum set ip|udp|tcp hw`.
+  // --tx-offloads: DPDK's RTE_ETH_TX_OFFLOAD_* bits, enabled on every port; IPV4/UDP/TCP_CKSUM
+  // (0x2/0x4/0x8) also make the csum engine request those checksums, as `csum set ip|udp|tcp hw`.
   std::uint64_t tx_offloads = 0;
-  std::uint32_t rss_types = 0;   // ws::rss_type bits from --rss-ip / --rss-udp
+  // ws::rss_type bits hashed by ports with several RX queues: --rss-ip / --rss-udp / "port
+  // config all rss". 0 by default: dpdk-testpmd's default (IP) is masked by the device's
+  // capabilities, and no device here hashes, so DPDK's ports would not spread either.
+  std::uint32_t rss_types = 0;
 };
 
 Result<AppOptions> parse_app_args(std::span<const std::string> args);

@@ -106,7 +106,7 @@ Json port_info(const Testpmd& tp, const Port& p) {
               {"numa_node", -1},
               {"dev_flags", "0x0"},
               {"rx_offloads", "0x0"},
-              {"tx_offloads", fmt::format("{:#x}", c.tx_offloads)},
+              {"tx_offloads", fmt::format("{:#x}", p.config().tx_offloads)},
               {"ethdev_rss_hf", "0x0"},
               {"driver_name", p.driver_name()}};
 }

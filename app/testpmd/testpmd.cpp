@@ -102,7 +102,14 @@ Result<void> Testpmd::create_ports() {
   for (auto& p : ports_) {
     std::printf("Configuring Port %u (socket 0)\n", p->id());
     const std::string where = fmt::format("port {} ({})", p->id(), p->name());
-    if (auto ok = p->configure({app_.rxq, app_.txq, app_.tx_offloads}); !ok) return std::unexpected(ok.error());
+    // --tx-offloads seeds the csum engine's per-port settings, as `csum set ip|udp|tcp hw` would.
+    CsumConfig& csum = fwd_config_.csum[p->id()];
+    csum.ip_hw = (app_.tx_offloads & tx_offload::ipv4_cksum) != 0;
+    csum.udp_hw = (app_.tx_offloads & tx_offload::udp_cksum) != 0;
+    csum.tcp_hw = (app_.tx_offloads & tx_offload::tcp_cksum) != 0;
+    PortConfig config = port_config(*p);
+    config.tx_offloads |= app_.tx_offloads;
+    if (auto ok = p->configure(config); !ok) return std::unexpected(ok.error());
     for (std::uint16_t q = 0; q < app_.rxq; ++q)
       if (auto ok = p->setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
     for (std::uint16_t q = 0; q < app_.txq; ++q)
@@ -127,12 +134,6 @@ Result<void> Testpmd::setup_streams() {
   fwd_config_.flowgen_clones = app_.flowgen_clones;
   fwd_config_.flowgen_flows = app_.flowgen_flows;
   fwd_config_.rx_cksum = app_.enable_rx_cksum;
-  fwd_config_.csum = {.ip_hw = (app_.tx_offloads & 0x2) != 0,  // RTE_ETH_TX_OFFLOAD_IPV4_CKSUM
-                      .udp_hw = (app_.tx_offloads & 0x4) != 0,  // ..._UDP_CKSUM
-                      .tcp_hw = (app_.tx_offloads & 0x8) != 0};  // ..._TCP_CKSUM
-  fwd_config_.rss_types = app_.rss_types;
-  static const Toeplitz default_rss_key;  // Microsoft's key, as dpdk-testpmd's default
-  fwd_config_.rss_key = &default_rss_key;
   for (std::size_t p = 0; p < max_ports; ++p) {
     // dpdk-testpmd's default peer: 02:00:00:00:00:<port>
     fwd_config_.peer_mac[p] = MacAddress{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(p)}};
@@ -378,7 +379,7 @@ Result<void> Testpmd::stop_ports(std::optional<std::uint16_t> port) {
 Result<void> Testpmd::reconfigure_port(Port& p) {
   const std::string where = fmt::format("port {} ({})", p.id(), p.name());
   p.release_mbufs();
-  if (auto ok = p.configure({app_.rxq, app_.txq, app_.tx_offloads}); !ok) return ok;
+  if (auto ok = p.configure(port_config(p)); !ok) return ok;
   for (std::uint16_t q = 0; q < app_.rxq; ++q)
     if (auto ok = p.setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
   for (std::uint16_t q = 0; q < app_.txq; ++q)

@@ -66,6 +66,13 @@ class Testpmd {
   Result<void> start_ports(std::optional<std::uint16_t> port);
   // what: rxq, txq, rxd or txd; applied to every port at its next start. Ports stopped.
   Result<void> set_port_queues(std::string_view what, std::uint16_t n);
+  // csum engine settings of TX port `port` (offloads.cpp): `csum set <layer> hw|sw` (layer ip,
+  // udp or tcp) and `tso set <segsz>` (0: off). They enable the port's matching TX offloads,
+  // applied at its next start: the port must be stopped, as in dpdk-testpmd.
+  Result<void> set_csum_offload(std::uint16_t port, std::string_view layer, bool hw);
+  Result<void> set_tso(std::uint16_t port, std::uint16_t segsz);
+  // rss_type bits every port hashes when it has several RX queues (0: none). Ports stopped.
+  Result<void> set_rss_types(std::uint32_t types);
   void clear_port_stats(std::uint16_t port);
   std::vector<CorePlan> core_plan() const;
   // Puts `tap` (a proxy receiving from `port`, e.g. a capture) in front of the port for every
@@ -99,6 +106,9 @@ class Testpmd {
   Result<void> create_ports();
   Result<void> setup_streams();
   Result<void> reconfigure_port(Port& p);
+  // What configure() gets for `p`: queue counts, and the TX offloads the csum settings enabled.
+  PortConfig port_config(const Port& p) const;
+  Result<void> apply_csum_config(std::uint16_t port);  // FwdConfig::csum[port] -> port offloads
   void launch_lcores();
   // Joins the lcores if they run, calls `change` (which may rebind streams), relaunches them.
   template <class F>

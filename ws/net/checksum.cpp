@@ -93,11 +93,22 @@ __attribute__((target("avx512f,avx512bw,avx512vnni,bmi2"))) std::uint32_t raw_su
     a2 = _mm512_dpwssd_epi32(a2, _mm512_xor_si512(_mm512_loadu_si512(p + 128), bias), ones);
     a3 = _mm512_dpwssd_epi32(a3, _mm512_xor_si512(_mm512_loadu_si512(p + 192), bias), ones);
   }
-  for (; len >= 64; len -= 64, p += 64, words += 32)
-    a1 = _mm512_dpwssd_epi32(a1, _mm512_xor_si512(_mm512_loadu_si512(p), bias), ones);
+  // Fewer than 256 bytes left: up to three whole vectors and a partial one, each into its own
+  // accumulator so that they do not wait on each other.
+  if (len >= 64) {
+    a0 = _mm512_dpwssd_epi32(a0, _mm512_xor_si512(_mm512_loadu_si512(p), bias), ones);
+    if (len >= 128) {
+      a1 = _mm512_dpwssd_epi32(a1, _mm512_xor_si512(_mm512_loadu_si512(p + 64), bias), ones);
+      if (len >= 192) a2 = _mm512_dpwssd_epi32(a2, _mm512_xor_si512(_mm512_loadu_si512(p + 128), bias), ones);
+    }
+    const std::size_t whole = len & ~std::size_t{63};
+    words += whole / 2;
+    p += whole;
+    len -= whole;
+  }
   if (len) {
     const __mmask64 mask = _bzhi_u64(~0ULL, static_cast<unsigned>(len));
-    a2 = _mm512_dpwssd_epi32(a2, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, p), bias), ones);
+    a3 = _mm512_dpwssd_epi32(a3, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, p), bias), ones);
     words += 32;  // the zero words are biased and corrected like the others
   }
   a0 = _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3));
@@ -206,7 +217,7 @@ CksumStatus verify_checksums(Mbuf& m) noexcept {
   if (!locate(m, ipv4, s)) return st;
   if (ipv4) {
     st.ip_checked = true;
-    st.ip_good = fold_sum(raw_sum(s.l3, m.l3_len)) == 0xffff;  // RFC 1071: sums to all ones
+    st.ip_good = fold_sum(ipv4_hdr_sum(s.l3, m.l3_len)) == 0xffff;  // RFC 1071: sums to all ones
     m.ol_flags |= st.ip_good ? mbuf_flag::rx_ip_cksum_good : mbuf_flag::rx_ip_cksum_bad;
   }
   const std::uint32_t l4 = t & ptype::l4_mask;
@@ -240,7 +251,7 @@ bool apply_tx_checksums(Mbuf& m) noexcept {
   if (want & mbuf_flag::tx_ip_cksum) {
     auto* ip = reinterpret_cast<Ipv4Hdr*>(l3);
     const std::uint16_t old = ip->hdr_checksum;
-    ip->hdr_checksum = static_cast<std::uint16_t>(~fold_sum(raw_sum(ip, m.l3_len) + (0xffffu - old)));
+    ip->hdr_checksum = static_cast<std::uint16_t>(~fold_sum(ipv4_hdr_sum(ip, m.l3_len) + (0xffffu - old)));
   }
   if (l4 == mbuf_flag::tx_tcp_cksum || l4 == mbuf_flag::tx_udp_cksum) {
     const std::uint32_t l4_len = m.pkt_len - l4_off;

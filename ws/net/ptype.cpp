@@ -237,13 +237,29 @@ namespace {
 
 }  // namespace
 
-void classify_outer(Mbuf& m) noexcept {
-  const std::size_t want = std::min<std::size_t>(m.pkt_len, max_header_bytes);
-  std::uint8_t buf[max_header_bytes];
-  Cursor c{m.data(), m.data_len};
-  if (m.data_len < want && m.next != nullptr) c = Cursor{buf, copy_front(m, std::span<std::uint8_t>(buf, want))};
+namespace {
+
+[[gnu::always_inline]] inline void classify_outer_at(Mbuf& m, const Cursor& c) noexcept {
   const Layers r = walk_frame(c, 0);
   store_offloads(m, r.l2 | r.l3 | r.l4, r.l2_len, r.l3_len, r.l4_len, 0, 0);
+}
+
+// Headers split across segments: parsed from a copy. Out of line, so that the common case
+// sets up no stack buffer.
+[[gnu::noinline]] void classify_outer_chained(Mbuf& m, std::size_t want) noexcept {
+  std::uint8_t buf[max_header_bytes];
+  classify_outer_at(m, Cursor{buf, copy_front(m, std::span<std::uint8_t>(buf, want))});
+}
+
+}  // namespace
+
+void classify_outer(Mbuf& m) noexcept {
+  const std::size_t want = std::min<std::size_t>(m.pkt_len, max_header_bytes);
+  if (m.data_len < want && m.next != nullptr) [[unlikely]] {
+    classify_outer_chained(m, want);
+    return;
+  }
+  classify_outer_at(m, Cursor{m.data(), m.data_len});
 }
 
 PacketInfo classify(Mbuf& m, bool parse_tunnel) noexcept {

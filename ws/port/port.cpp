@@ -1,6 +1,9 @@
 // Port control-path state machine and stats bookkeeping.
 #include "ws/port/port.hpp"
 
+#include <bit>
+#include <utility>
+
 namespace ws {
 namespace {
 
@@ -34,6 +37,93 @@ PortStats& PortStats::operator-=(const PortStats& b) {
 
 std::uint16_t idle_burst(QueueBase*, Mbuf**, std::uint16_t) noexcept { return 0; }
 
+std::string tx_offload::names(std::uint64_t offloads) {
+  static constexpr std::pair<std::uint64_t, const char*> known[] = {
+      {vlan_insert, "vlan_insert"}, {ipv4_cksum, "ipv4_cksum"}, {udp_cksum, "udp_cksum"}, {tcp_cksum, "tcp_cksum"},
+      {tcp_tso, "tcp_tso"},         {udp_tso, "udp_tso"},       {multi_segs, "multi_segs"}};
+  std::string out;
+  for (const auto& [bit, name] : known) {
+    if ((offloads & bit) == 0) continue;
+    if (!out.empty()) out += ',';
+    out += name;
+    offloads &= ~bit;
+  }
+  if (offloads) out += fmt::format("{}{:#x}", out.empty() ? "" : ",", offloads);
+  return out.empty() ? "none" : out;
+}
+
+Result<void> Port::check_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) const {
+  const std::uint64_t capa = info().tx_offload_capa;
+  if (const std::uint64_t bad = offloads & ~(capa | tx_offload::software))
+    return fail("TX offloads {} requested: the device does {} and the port can add {} in software",
+                tx_offload::names(bad), tx_offload::names(capa), tx_offload::names(tx_offload::software));
+  if ((offloads & ~capa & tx_offload::segmentation) && segment_pool == nullptr)
+    return fail("software {} needs a pool for its segments (PortConfig::tx_segment_pool)",
+                tx_offload::names(offloads & ~capa & tx_offload::segmentation));
+  return {};
+}
+
+Result<void> Port::check_rss(const RssConfig& rss, std::uint16_t rx_queues) const {
+  if (rss.types & ~(rss_type::ip | rss_type::tcp | rss_type::udp))
+    return fail("RSS types {:#x}: accepted ip, tcp, udp ({:#x})", rss.types, rss_type::ip | rss_type::tcp | rss_type::udp);
+  if (!rss.reta.empty() && (rss.reta.size() > RssReta::max_size || !std::has_single_bit(rss.reta.size())))
+    return fail("RSS redirection table of {} entries: a power of two up to {} expected", rss.reta.size(),
+                RssReta::max_size);
+  for (std::size_t i = 0; i < rss.reta.size(); ++i)
+    if (rss.reta[i] >= rx_queues)
+      return fail("RSS redirection table entry {} points at RX queue {}; the port has {} RX queues", i, rss.reta[i],
+                  rx_queues);
+  return {};
+}
+
+Result<void> Port::set_rss(const RssConfig& rss) {
+  if (started_) return fail("port {} ({}): stop the port before changing its RSS configuration", id_, name_);
+  if (auto ok = check_rss(rss, config_.rx_queues); !ok)
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  config_.rss = rss;
+  return {};
+}
+
+Result<void> Port::start_software_rss() {
+  if (sw_rss_) rss_missed_before_ += sw_rss_->missed();
+  sw_rss_.reset();
+  if (config_.rss.types == 0 || info().rss_types_capa != 0) return {};  // no RSS, or the device's own
+  auto rss = SoftwareRss::create(config_.rss, rx_table_);
+  if (!rss) return std::unexpected(rss.error());
+  sw_rss_ = std::move(*rss);
+  for (std::uint16_t q = 0; q < rx_table_.size(); ++q) rx_table_[q] = sw_rss_->entry(q);
+  return {};
+}
+
+Result<void> Port::set_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) {
+  if (started_) return fail("port {} ({}): stop the port before changing its TX offloads", id_, name_);
+  if (auto ok = check_tx_offloads(offloads, segment_pool); !ok)
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  config_.tx_offloads = offloads;
+  config_.tx_segment_pool = segment_pool;
+  return {};
+}
+
+std::uint64_t Port::software_tx_offloads() const {
+  return config_.tx_offloads & ~info().tx_offload_capa & tx_offload::software;
+}
+
+void Port::wrap_tx_queues() {
+  const std::uint64_t soft = software_tx_offloads();
+  if (soft == 0) return;  // the driver's burst functions stay as they are: no cost
+  const bool checksums = (soft & (tx_offload::checksums | tx_offload::vlan_insert)) != 0;
+  const bool segment = (soft & tx_offload::segmentation) != 0;
+  BurstFn fn = checksums ? (segment ? &software_offload_tx<true, true> : &software_offload_tx<true, false>)
+                         : &software_offload_tx<false, true>;
+  for (std::size_t q = 0; q < tx_table_.size(); ++q) {
+    SoftwareTxQueue& sq = *sw_tx_[q];
+    sq.driver = tx_table_[q];
+    sq.segment_pool = config_.tx_segment_pool;
+    sq.sw_checksums = (info().tx_offload_capa & tx_offload::checksums) != tx_offload::checksums;
+    tx_table_[q] = {fn, &sq};
+  }
+}
+
 Result<void> Port::configure(const PortConfig& config) {
   if (started_) return fail("port {} ({}): stop the port before configuring it", id_, name_);
   const PortInfo i = info();
@@ -43,13 +133,19 @@ Result<void> Port::configure(const PortConfig& config) {
   if (config.tx_queues == 0 || config.tx_queues > i.max_tx_queues)
     return fail("port {} ({}): {} TX queues requested, the device supports 1 to {}", id_, name_, config.tx_queues,
                 i.max_tx_queues);
+  if (auto ok = check_tx_offloads(config.tx_offloads, config.tx_segment_pool); !ok)
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  if (auto ok = check_rss(config.rss, config.rx_queues); !ok)
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
   if (auto ok = do_configure(config); !ok) return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
   config_ = config;
   rx_table_.assign(config.rx_queues, BurstEntry{&idle_burst, nullptr});
   tx_table_.assign(config.tx_queues, BurstEntry{&idle_burst, nullptr});
+  sw_tx_.clear();
+  for (std::uint16_t q = 0; q < config.tx_queues; ++q) sw_tx_.push_back(std::make_unique<SoftwareTxQueue>());
   // The driver's queues, and their counters, were just replaced: an older baseline would make
   // stats() underflow.
-  baseline_ = read_stats();
+  baseline_ = raw_stats();
   return {};
 }
 
@@ -64,6 +160,12 @@ Result<void> Port::start() {
     idle_tables();
     return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
   }
+  wrap_tx_queues();
+  if (auto ok = start_software_rss(); !ok) {
+    do_stop();
+    idle_tables();
+    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+  }
   started_ = true;
   return {};
 }
@@ -72,6 +174,7 @@ void Port::stop() {
   if (!started_) return;
   do_stop();
   idle_tables();
+  if (sw_rss_) sw_rss_->drain();  // packets spread to queues nobody polls any more
   started_ = false;
 }
 
@@ -80,13 +183,20 @@ void Port::idle_tables() {
   for (auto& e : tx_table_) e = {&idle_burst, nullptr};
 }
 
-PortStats Port::stats() const {
+PortStats Port::raw_stats() const {
   PortStats s = read_stats();
+  for (const auto& q : sw_tx_) s.oerrors += q->dropped.read();
+  s.imissed += rss_missed_before_ + (sw_rss_ ? sw_rss_->missed() : 0);
+  return s;
+}
+
+PortStats Port::stats() const {
+  PortStats s = raw_stats();
   s -= baseline_;
   return s;
 }
 
-void Port::reset_stats() { baseline_ = read_stats(); }
+void Port::reset_stats() { baseline_ = raw_stats(); }
 
 std::vector<XStat> Port::xstats() const {
   const PortStats s = stats();

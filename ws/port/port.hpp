@@ -11,14 +11,13 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/core/result.hpp"
 #include "ws/net/ether.hpp"
+#include "ws/port/burst.hpp"
+#include "ws/port/software_rss.hpp"
 #include "ws/port/stats.hpp"
 
 namespace ws {
 
 inline constexpr std::uint16_t port_max_queues = 64;
-
-// Base of every driver queue; the burst table holds pointers to it.
-struct QueueBase {};
 
 // A driver RX queue type: q.rx_burst(Mbuf** pkts, uint16_t n) -> received count.
 template <class Q>
@@ -32,13 +31,6 @@ concept TxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts,
   { q.tx_burst(pkts, n) } noexcept -> std::same_as<std::uint16_t>;
 };
 
-using BurstFn = std::uint16_t (*)(QueueBase*, Mbuf**, std::uint16_t) noexcept;
-
-struct BurstEntry {
-  BurstFn fn = nullptr;
-  QueueBase* queue = nullptr;
-};
-
 template <RxQueue Q>
 std::uint16_t rx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->rx_burst(pkts, n);
@@ -48,12 +40,34 @@ std::uint16_t tx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept
   return static_cast<Q*>(q)->tx_burst(pkts, n);
 }
 
+// TX offloads, with DPDK's RTE_ETH_TX_OFFLOAD_* bit values. A device advertises the ones it
+// does itself in PortInfo::tx_offload_capa; the application enables the ones it will request
+// through mbuf flags in PortConfig::tx_offloads (DPDK's txmode.offloads). An enabled offload the
+// device lacks is done in software by the port (see Port::start) if it is in `software`.
+namespace tx_offload {
+inline constexpr std::uint64_t vlan_insert = 1ULL << 0;
+inline constexpr std::uint64_t ipv4_cksum = 1ULL << 1;
+inline constexpr std::uint64_t udp_cksum = 1ULL << 2;
+inline constexpr std::uint64_t tcp_cksum = 1ULL << 3;
+inline constexpr std::uint64_t tcp_tso = 1ULL << 5;
+inline constexpr std::uint64_t udp_tso = 1ULL << 6;
+inline constexpr std::uint64_t multi_segs = 1ULL << 15;
+inline constexpr std::uint64_t checksums = ipv4_cksum | udp_cksum | tcp_cksum;
+inline constexpr std::uint64_t segmentation = tcp_tso | udp_tso;
+inline constexpr std::uint64_t software = vlan_insert | checksums | segmentation;
+// "ipv4_cksum,tcp_tso" (DPDK's names without the prefix); "none" for 0.
+std::string names(std::uint64_t offloads);
+}  // namespace tx_offload
+
 struct PortConfig {
   std::uint16_t rx_queues = 1;
   std::uint16_t tx_queues = 1;
-  // TX offloads the application will request in mbuf flags, DPDK's RTE_ETH_TX_OFFLOAD_* bits
-  // (txmode.offloads): a driver may pick a TX path that honours them only when asked.
-  std::uint64_t tx_offloads = 0;
+  std::uint64_t tx_offloads = 0;  // tx_offload::* the application will request
+  // Where software TSO takes its segments' header and indirect mbufs from; needed when
+  // tx_offloads has TSO and the device does not.
+  PktmbufPool* tx_segment_pool = nullptr;
+  // Receive side scaling. A device without the hash gets it in software (software_rss.hpp).
+  RssConfig rss{};
 };
 
 struct RxQueueConfig {
@@ -77,7 +91,24 @@ struct PortInfo {
   std::uint16_t max_tx_queues = 1;
   std::uint16_t min_descriptors = 0;
   std::uint16_t max_descriptors = 0;
+  std::uint64_t tx_offload_capa = 0;  // tx_offload::* the device does itself
+  std::uint32_t rss_types_capa = 0;   // rss_type::* the device hashes itself (flow_type_rss_offloads)
 };
+
+// A TX queue whose enabled offloads the device lacks: the port's software offloads run before
+// the driver's burst function, which it wraps. Set up by Port::start().
+struct alignas(cache_line_bytes) SoftwareTxQueue : QueueBase {
+  BurstEntry driver;                     // the driver's own burst function and queue
+  PktmbufPool* segment_pool = nullptr;   // software TSO's header and indirect mbufs
+  bool sw_checksums = true;              // segments' checksums in software (device lacks them)
+  Counter dropped;  // packets (or segments) taken but not sent: bad headers, no mbufs, queue full
+};
+
+// SoftwareTxQueue's burst function (ws/port/software_tx.cpp); Checksum: VLAN and checksum
+// requests are done in software; Segment: TSO requests are. Chosen once at start: a port
+// without software TSO never tests for it per packet.
+template <bool Checksum, bool Segment>
+std::uint16_t software_offload_tx(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept;
 
 class Port {
  public:
@@ -105,6 +136,15 @@ class Port {
   Result<void> start();
   // Stops the device; queues keep their mbufs until release_mbufs() or destruction.
   void stop();
+  // Changes the enabled TX offloads (and software TSO's pool) of a stopped port without
+  // touching its queues; applied at the next start(). DPDK reconfigures the device for this.
+  Result<void> set_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool);
+  // Enabled offloads the device lacks, done by the port in software while it runs.
+  std::uint64_t software_tx_offloads() const;
+  // Changes the RSS configuration of a stopped port; applied at the next start().
+  Result<void> set_rss(const RssConfig& rss);
+  // True while the port hashes (and spreads) received packets in software.
+  bool software_rss() const { return sw_rss_ != nullptr && started_; }
   // Returns every mbuf the driver holds (in queues, rings) to its pool. Port stopped.
   virtual void release_mbufs() {}
 
@@ -149,6 +189,11 @@ class Port {
 
  private:
   void idle_tables();  // every burst entry back to idle_burst
+  Result<void> check_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) const;
+  Result<void> check_rss(const RssConfig& rss, std::uint16_t rx_queues) const;
+  Result<void> start_software_rss();  // hashing/spreading RX entries, when the device has no hash
+  void wrap_tx_queues();  // software offloads in front of the driver's TX burst functions
+  PortStats raw_stats() const;  // read_stats() plus the software offloads' drops
 
   std::string name_;
   std::string driver_;
@@ -159,6 +204,9 @@ class Port {
   PortStats baseline_{};
   std::vector<BurstEntry> rx_table_;
   std::vector<BurstEntry> tx_table_;
+  std::vector<std::unique_ptr<SoftwareTxQueue>> sw_tx_;  // one per TX queue, from configure()
+  std::unique_ptr<SoftwareRss> sw_rss_;                  // from the last start() with software RSS
+  std::uint64_t rss_missed_before_ = 0;                  // missed counts of replaced sw_rss_
 };
 
 // An RX/TX burst function for queues that are not ready: receives and takes nothing.

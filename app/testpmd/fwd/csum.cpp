@@ -2,13 +2,13 @@
 // lengths); with --enable-rx-cksum its checksums are verified in software when the port gave
 // no verdict, and bad ones counted; MAC addresses are rewritten as in mac mode; then the IPv4
 // header and TCP/UDP checksums are recomputed in software, or requested from the TX port
-// through ol_flags, per FwdConfig::csum (`csum set ip|udp|tcp hw|sw`).
+// through ol_flags, per FwdConfig::csum of the TX port (`csum set ip|udp|tcp hw|sw <port>`);
+// with `tso set <segsz> <port>`, larger TCP packets are handed to the port to segment.
 #include <cstring>
 
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/net/checksum.hpp"
 #include "ws/net/ptype.hpp"
-#include "ws/net/rss.hpp"
 
 namespace ws::testpmd {
 namespace {
@@ -49,6 +49,12 @@ inline void process_checksums(const CsumConfig& cfg, Mbuf* m) noexcept {
     m->ol_flags |= flags;
     return;
   }
+  if (tcp && cfg.tso_segsz && m->pkt_len > l4_off + m->l4_len + cfg.tso_segsz) {
+    // Larger than a segment: the TX port segments it and fills every segment's checksums.
+    m->tso_segsz = cfg.tso_segsz;
+    m->ol_flags |= flags | mbuf_flag::tx_tcp_seg | (ipv4 ? mbuf_flag::tx_ip_cksum : 0);
+    return;
+  }
   const bool hw = tcp ? cfg.tcp_hw : cfg.udp_hw;
   std::uint8_t* field = m->data() + l4_off + (tcp ? offsetof(TcpHdr, cksum) : offsetof(UdpHdr, dgram_cksum));
   std::uint16_t stored;
@@ -83,13 +89,12 @@ std::uint16_t csum_forward(Stream& s) noexcept {
     Mbuf* m = pkts[i];
     classify_outer(*m);
     count_rx_verdict(s, m);
-    if (cfg.rss_types) soft_rss(*m, *cfg.rss_key, cfg.rss_types);
     m->ol_flags &= mbuf_flag::indirect | mbuf_flag::rx_rss_hash;
     if (m->data_len >= sizeof(EtherHdr)) {
       std::memcpy(m->data(), dst.bytes.data(), 6);
       std::memcpy(m->data() + 6, src.bytes.data(), 6);
     }
-    process_checksums(cfg.csum, m);
+    process_checksums(cfg.csum[s.tx_port_id], m);
   }
   const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
   s.tx_packets.add(sent);

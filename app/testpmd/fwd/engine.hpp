@@ -22,12 +22,15 @@ inline constexpr std::size_t max_ports = 64;
 inline constexpr std::uint16_t max_burst_slots = 512;  // dpdk-testpmd's MAX_PKT_BURST
 inline constexpr std::size_t udp_header_bytes = 42;    // Ethernet + IPv4 + UDP
 
-// csum engine: per layer, recompute in software (false) or request the TX port's offload
-// (true) -- the knobs of `csum set ip|udp|tcp hw|sw <port>`.
+// csum engine, per TX port: per layer, recompute in software (false) or request the port's
+// offload (true) -- the knobs of `csum set ip|udp|tcp hw|sw <port>` -- and `tso set <segsz>
+// <port>`: TCP packets with more payload than tso_segsz are handed to the port to segment.
+// The port does in software what its device cannot (ws::Port's TX offloads).
 struct CsumConfig {
   bool ip_hw = false;
   bool udp_hw = false;
   bool tcp_hw = false;
+  std::uint16_t tso_segsz = 0;  // 0: no TSO
 };
 
 // rxonly --rx-ptype-counts: packet-type classes counted per stream (ws/net/ptype.hpp's walk).
@@ -42,10 +45,8 @@ struct FwdConfig {
   std::uint32_t tx_pkt_length = 64;
   std::uint16_t flowgen_clones = 0;
   std::uint32_t flowgen_flows = 1024;
-  CsumConfig csum{};
+  std::array<CsumConfig, max_ports> csum{};  // by TX port id
   bool rx_cksum = false;             // --enable-rx-cksum: verify in software where ports give no verdict
-  std::uint32_t rss_types = 0;       // --rss-ip / --rss-udp (rss_type::*): software hash in csum mode
-  const Toeplitz* rss_key = nullptr;  // set when rss_types != 0
   std::array<MacAddress, max_ports> port_mac{};  // our ports' addresses
   std::array<MacAddress, max_ports> peer_mac{};  // --eth-peer, default 02:00:00:00:00:<port>
   std::array<std::uint32_t, max_ports> icmpecho_ip_be{};  // --icmpecho-ip; 0: icmpecho answers any address

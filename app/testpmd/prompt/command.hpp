@@ -30,6 +30,8 @@ std::span<const Command> show_commands();     // show ..., clear port stats
 std::span<const Command> set_commands();      // set ...
 std::span<const Command> port_commands();     // port ...
 std::span<const Command> capture_commands();  // capture start|stop
+std::span<const Command> csum_commands();     // csum set|show, tso set|show
+std::span<const Command> rss_commands();      // port config all rss, show port <p> rss-hash
 // Every command, in help order.
 const std::vector<Command>& all_commands();
 

@@ -150,7 +150,14 @@ class VhostPort final : public Port, public virtio::RingListener {
     return {};
   }
 
-  PortInfo info() const override { return {"net_vhost", queues_, queues_, 0, 65535}; }
+  // Checksum requests are always honoured (in the header when the frontend took GUEST_CSUM, else
+  // in software). TSO is not advertised: whether the frontend takes GUEST_TSO is known only when
+  // it connects, so an application asking for TSO gets the port's software segmentation.
+  PortInfo info() const override {
+    PortInfo i{"net_vhost", queues_, queues_, 0, 65535};
+    i.tx_offload_capa = tx_offload::checksums;
+    return i;
+  }
   Result<void> do_configure(const PortConfig& c) override {
     if (c.rx_queues != c.tx_queues || c.rx_queues > queues_)
       return fail("device '{}': {} RX and {} TX queues requested, expected equal counts up to queues={}", name(),

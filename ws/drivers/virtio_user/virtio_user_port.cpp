@@ -91,7 +91,15 @@ class VirtioUserPort final : public Port {
   Result<void> negotiate();
   Result<void> choose_features(std::uint64_t offered);
 
-  PortInfo info() const override { return {"virtio_user", o_.queues, o_.queues, 0, 65535}; }
+  // Checksum requests are always honoured (in the header when the device took CSUM, else in
+  // software); TSO only when the device took HOST_TSO4/6 (negotiated when the port is created).
+  PortInfo info() const override {
+    PortInfo i{"virtio_user", o_.queues, o_.queues, 0, 65535};
+    i.tx_offload_capa = tx_offload::checksums;
+    if (virtio::HdrOffloads::driver_tx(features_).tso4 || virtio::HdrOffloads::driver_tx(features_).tso6)
+      i.tx_offload_capa |= tx_offload::tcp_tso;
+    return i;
+  }
   Result<void> do_configure(const PortConfig& c) override {
     if (c.rx_queues != c.tx_queues || c.rx_queues > o_.queues)
       return fail("device '{}': {} RX and {} TX queues requested, expected equal counts up to queues={}", name(),

@@ -1,0 +1,20 @@
+// The data path's unit: a queue and the function that moves a burst through it. A port's burst
+// table holds one entry per queue, filled when the port starts.
+#pragma once
+#include <cstdint>
+
+#include "ws/core/mbuf.hpp"
+
+namespace ws {
+
+// Base of every driver queue; the burst table holds pointers to it.
+struct QueueBase {};
+
+using BurstFn = std::uint16_t (*)(QueueBase*, Mbuf**, std::uint16_t) noexcept;
+
+struct BurstEntry {
+  BurstFn fn = nullptr;
+  QueueBase* queue = nullptr;
+};
+
+}  // namespace ws

@@ -1,0 +1,100 @@
+// Software RSS: hashing RX burst functions and the queue-0 distributor (see software_rss.hpp).
+#include "ws/port/software_rss.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace ws {
+
+Result<std::unique_ptr<SoftwareRss>> SoftwareRss::create(const RssConfig& config, std::span<const BurstEntry> driver) {
+  const auto queues = static_cast<std::uint16_t>(driver.size());
+  const std::size_t reta_size = config.reta.empty() ? 128 : config.reta.size();
+  auto reta = RssReta::create(queues, reta_size);
+  if (!reta) return with_context(reta.error(), "RSS redirection table");
+  for (std::size_t i = 0; i < config.reta.size(); ++i)
+    if (auto ok = reta->set(i, config.reta[i]); !ok) return with_context(ok.error(), "RSS redirection table");
+  std::unique_ptr<SoftwareRss> rss(new SoftwareRss(config, *reta));
+  rss->driver_.assign(driver.begin(), driver.end());
+  rss->rings_.resize(queues);
+  for (std::uint16_t q = 0; q < queues; ++q) {
+    auto sq = std::make_unique<SoftwareRssQueue>();
+    sq->rss = rss.get();
+    sq->queue = q;
+    rss->queues_.push_back(std::move(sq));
+    if (q == 0) continue;
+    // Producer: queue 0's lcore; consumer: queue q's. Room for a few bursts of the largest size.
+    auto ring = Ring<Mbuf*>::create("software RSS", {.size = 2048, .producer = Sync::single, .consumer = Sync::single});
+    if (!ring) return std::unexpected(ring.error());
+    rss->rings_[q] = std::move(*ring);
+  }
+  return rss;
+}
+
+SoftwareRss::~SoftwareRss() { drain(); }
+
+void SoftwareRss::drain() noexcept {
+  Mbuf* pkts[64];
+  for (auto& r : rings_) {
+    if (!r) continue;
+    while (const std::uint32_t n = r->dequeue_burst(pkts)) mbuf_free_bulk(std::span<Mbuf* const>(pkts, n));
+  }
+}
+
+BurstEntry SoftwareRss::entry(std::uint16_t q) {
+  BurstFn fn = driver_.size() == 1 ? &hash_only_rx : q == 0 ? &distributor_rx : &spread_rx;
+  return {fn, queues_[q].get()};
+}
+
+std::uint16_t SoftwareRss::hash_only_rx(QueueBase* base, Mbuf** pkts, std::uint16_t n) noexcept {
+  auto& q = *static_cast<SoftwareRssQueue*>(base);
+  SoftwareRss& rss = *q.rss;
+  const BurstEntry& d = rss.driver_[0];
+  const std::uint16_t got = d.fn(d.queue, pkts, n);
+  for (std::uint16_t i = 0; i < got; ++i) soft_rss(*pkts[i], rss.key_, rss.types_);
+  return got;
+}
+
+std::uint16_t SoftwareRss::distributor_rx(QueueBase* base, Mbuf** pkts, std::uint16_t n) noexcept {
+  SoftwareRss& rss = *static_cast<SoftwareRssQueue*>(base)->rss;
+  n = std::min(n, mbuf_max_burst);  // the size of the arrays below
+  // Every driver queue in turn, up to n packets in all: queue 0's share then fits in pkts.
+  std::uint16_t got = 0;
+  for (const BurstEntry& d : rss.driver_) {
+    if (got == n) break;
+    got = static_cast<std::uint16_t>(got + d.fn(d.queue, pkts + got, static_cast<std::uint16_t>(n - got)));
+  }
+  if (got == 0) return 0;
+  std::uint16_t target[mbuf_max_burst];
+  std::uint64_t others = 0;  // bit q: some packet goes to queue q (q < 64 = port_max_queues)
+  std::uint16_t kept = 0;
+  for (std::uint16_t i = 0; i < got; ++i) {
+    Mbuf* m = pkts[i];
+    const std::uint16_t t = rss.reta_.queue(soft_rss(*m, rss.key_, rss.types_));
+    target[i] = t;
+    others |= t ? 1ULL << t : 0;
+  }
+  if (others == 0) return got;
+  // Queue 0's packets close up in place; the others go to their rings, queue by queue, in order.
+  Mbuf* out[mbuf_max_burst];
+  for (std::uint64_t bits = others; bits; bits &= bits - 1) {
+    const auto t = static_cast<std::uint16_t>(std::countr_zero(bits));
+    std::uint16_t k = 0;
+    for (std::uint16_t i = 0; i < got; ++i)
+      if (target[i] == t) out[k++] = pkts[i];
+    const std::uint32_t pushed = rss.rings_[t]->enqueue_burst(std::span<Mbuf* const>(out, k));
+    if (pushed < k) [[unlikely]] {
+      rss.missed_.add(k - pushed);
+      mbuf_free_bulk(std::span<Mbuf* const>(out + pushed, k - pushed));
+    }
+  }
+  for (std::uint16_t i = 0; i < got; ++i)
+    if (target[i] == 0) pkts[kept++] = pkts[i];
+  return kept;
+}
+
+std::uint16_t SoftwareRss::spread_rx(QueueBase* base, Mbuf** pkts, std::uint16_t n) noexcept {
+  auto& q = *static_cast<SoftwareRssQueue*>(base);
+  return static_cast<std::uint16_t>(q.rss->rings_[q.queue]->dequeue_burst(std::span<Mbuf*>(pkts, n)));
+}
+
+}  // namespace ws
