@@ -302,7 +302,18 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
     }
     Mbuf* m = stash.take();
     virtio::NetHdr hdr;
-    const Copied r = copy_from_chain(c, m, stash.pool(), hdr);
+    Copied r;
+    const std::uint32_t frame = c.readable_bytes - virtio::net_hdr_bytes;  // wraps when too short: checked
+    if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
+      // The common case: header and frame in one buffer that fits one mbuf, copied inline.
+      __builtin_memcpy(&hdr, c.seg[0].host, sizeof hdr);
+      copy_bytes(m->data(), c.seg[0].host + virtio::net_hdr_bytes, frame);
+      m->data_len = static_cast<std::uint16_t>(frame);
+      m->pkt_len = frame;
+      r = Copied::ok;
+    } else {
+      r = copy_from_chain(c, m, stash.pool(), hdr);
+    }
     if (r == Copied::nombuf) [[unlikely]] {
       stash.put_back(m);
       if constexpr (Packed) dev.unpop(c.ring_descs); else dev.unpop(1);
