@@ -168,6 +168,8 @@ const std::vector<OptionSpec>& option_table() {
        }},
       {"--record-core-cycles", false,
        [](AppOptions& o, std::string_view) -> Result<void> { o.record_core_cycles = true; return {}; }},
+      {"--record-burst-stats", false,
+       [](AppOptions& o, std::string_view) -> Result<void> { o.record_burst_stats = true; return {}; }},
       {"--tx-offloads", true,
        [](AppOptions& o, std::string_view v) -> Result<void> {
          const bool hex = v.starts_with("0x") || v.starts_with("0X");

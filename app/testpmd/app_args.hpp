@@ -48,6 +48,7 @@ struct AppOptions {
   std::string metrics_addr;  // --metrics-addr 127.0.0.1:PORT: Prometheus endpoint (loopback only)
   std::vector<std::string> captures;  // --capture PORT,FILE[,FILTER]: pcapng capture from the start
   bool record_core_cycles = false;
+  bool record_burst_stats = false;  // --record-burst-stats: RX/TX burst size spread per port
   bool enable_rx_cksum = false;  // verify RX checksums (in software where ports give no verdict)
   // --tx-offloads: DPDK's RTE_ETH_TX_OFFLOAD_* bits, enabled on every port; IPV4/UDP/TCP_CKSUM
   // (0x2/0x4/0x8) also make the csum engine request those checksums, as `csum set ip|udp|tcp hw`.

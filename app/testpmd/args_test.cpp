@@ -378,13 +378,15 @@ TEST(AppArgs, EthPeer) {
 TEST(AppArgs, RunControlFlags) {
   const AppOptions o = app_ok({"--tx-first", "--duration", "0.5", "--summary-json", "/tmp/s.json",
                                "--disable-crc-strip", "--auto-start", "-i", "--record-core-cycles",
-                               "--cmdline-file=/tmp/cmds", "--port-topology=chained"});
+                               "--record-burst-stats", "--cmdline-file=/tmp/cmds", "--port-topology=chained"});
   EXPECT_EQ(o.tx_first, 1u);
   EXPECT_DOUBLE_EQ(o.duration_s, 0.5);
   EXPECT_EQ(o.summary_json, "/tmp/s.json");
   EXPECT_TRUE(o.auto_start);
   EXPECT_TRUE(o.interactive);
   EXPECT_TRUE(o.record_core_cycles);
+  EXPECT_TRUE(o.record_burst_stats);
+  EXPECT_FALSE(app_ok({}).record_burst_stats);
   EXPECT_EQ(o.cmdline_file, "/tmp/cmds");
   EXPECT_EQ(o.topology, Topology::chained);
   EXPECT_DOUBLE_EQ(app_ok({"--duration=2.2"}).duration_s, 2.2);
@@ -463,6 +465,23 @@ TEST(AppArgs, FlagsTakeNoValue) {
   }
   // A following word is not swallowed as the flag's value: it is parsed (and refused) on its own.
   EXPECT_HAS(app_error(argv({"--tx-first", "3"})), "'3'");
+}
+
+// --record-burst-stats prints dpdk-testpmd's line: empty bursts, the two most frequent sizes, other.
+TEST(BurstStats, LineNamesEmptyBurstsAndTheTwoMostFrequentSizes) {
+  BurstSpread spread;
+  EXPECT_EQ(burst_spread_line("RX", spread), "");  // nothing counted: no line
+  for (int i = 0; i < 6; ++i) spread.add(0);
+  for (int i = 0; i < 3; ++i) spread.add(32);
+  spread.add(1);
+  EXPECT_EQ(burst_spread_line("RX", spread), "  RX-bursts : 10 [60% of 0 pkts + 30% of 32 pkts + 10% of 1 pkts]");
+  spread.add(7);
+  spread.add(max_burst_slots);
+  EXPECT_EQ(burst_spread_line("TX", spread),
+            "  TX-bursts : 12 [50% of 0 pkts + 25% of 32 pkts + 8% of 1 pkts + 17% of other]");
+  spread.reset();
+  spread.add(32);
+  EXPECT_EQ(burst_spread_line("TX", spread), "  TX-bursts : 1 [0% of 0 pkts + 100% of 32 pkts]");
 }
 
 }  // namespace

@@ -66,6 +66,14 @@ void Testpmd::print_forward_stats() const {
         if (counts[k]) std::printf(" %s %" PRIu64, std::string(ptype_class_names[k]).c_str(), counts[k]);
       std::printf("\n");
     }
+    if (fwd_config_.record_burst_stats) {  // the streams receiving from, then sending to, this port
+      for (const auto& st : streams_)
+        if (st->rx_port_id == i)
+          if (auto line = burst_spread_line("RX", st->rx_bursts); !line.empty()) std::printf("%s\n", line.c_str());
+      for (const auto& st : streams_)
+        if (st->tx_port_id == i)
+          if (auto line = burst_spread_line("TX", st->tx_bursts); !line.empty()) std::printf("%s\n", line.c_str());
+    }
     std::printf("  %s--------------------------------%s\n", border, border);
     rx += s.ipackets;
     rx_dropped += s.imissed;

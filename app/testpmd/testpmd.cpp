@@ -141,6 +141,7 @@ Result<void> Testpmd::setup_streams() {
   }
   for (const auto& [port, mac] : app_.eth_peers) fwd_config_.peer_mac[port] = mac;
   fwd_config_.rx_ptype_counts = app_.rx_ptype_counts;
+  fwd_config_.record_burst_stats = app_.record_burst_stats;
   for (const auto& [port, ip] : app_.icmpecho_ips) {  // port max_ports: every port
     for (std::size_t p = 0; p < max_ports; ++p)
       if (port == p || (port == max_ports && !app_.icmpecho_ips.contains(static_cast<std::uint16_t>(p))))
@@ -195,6 +196,8 @@ Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
                        &s->busy_bursts, &s->rx_bad_ip_csum, &s->rx_bad_l4_csum})
       c->reset();
     for (Counter& c : s->ptypes) c.reset();
+    s->rx_bursts.reset();
+    s->tx_bursts.reset();
   }
   start_.clear();
   for (auto& p : ports_) start_.push_back({p->stats(), rdtsc()});

@@ -79,6 +79,7 @@ inline void process_checksums(const CsumConfig& cfg, Mbuf* m) noexcept {
 std::uint16_t csum_forward(Stream& s) noexcept {
   Mbuf* pkts[max_burst_slots];
   const std::uint16_t n = s.rx_port->rx_burst(s.rx_queue, pkts, s.config->burst);
+  record_rx_burst(s, n);
   if (n == 0) return 0;
   s.rx_packets.add(n);
   const FwdConfig& cfg = *s.config;
@@ -97,6 +98,7 @@ std::uint16_t csum_forward(Stream& s) noexcept {
     process_checksums(cfg.csum[s.tx_port_id], m);
   }
   const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
+  record_tx_burst(s, sent);
   s.tx_packets.add(sent);
   drop_unsent(s, pkts, n, sent);
   return n;

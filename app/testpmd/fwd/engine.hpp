@@ -51,6 +51,17 @@ struct FwdConfig {
   std::array<MacAddress, max_ports> peer_mac{};  // --eth-peer, default 02:00:00:00:00:<port>
   std::array<std::uint32_t, max_ports> icmpecho_ip_be{};  // --icmpecho-ip; 0: icmpecho answers any address
   bool rx_ptype_counts = false;  // --rx-ptype-counts: rxonly classifies and counts packet types
+  bool record_burst_stats = false;  // --record-burst-stats: burst size spread per stream
+};
+
+// --record-burst-stats: how many bursts returned each size, 0 to max_burst_slots (dpdk-testpmd's
+// pkt_burst_stats). Written by the polling lcore only.
+struct BurstSpread {
+  std::array<Counter, max_burst_slots + 1> bursts;
+  void add(std::uint16_t n) noexcept { bursts[n].add(1); }
+  void reset() noexcept {
+    for (Counter& c : bursts) c.reset();
+  }
 };
 
 struct alignas(cache_line_bytes) Stream {
@@ -78,7 +89,23 @@ struct alignas(cache_line_bytes) Stream {
   Counter busy_cycles;  // --record-core-cycles: TSC cycles in bursts that moved packets
   Counter busy_bursts;
   std::array<Counter, ptype_class_names.size()> ptypes;  // rxonly --rx-ptype-counts
+  BurstSpread rx_bursts;  // --record-burst-stats: rx_burst results, empty polls included
+  BurstSpread tx_bursts;  // --record-burst-stats: tx_burst results
 };
+
+// dpdk-testpmd's burst line for `spread` (bursts[n] = bursts that returned n packets): the total,
+// then the share of empty bursts and of the two most frequent sizes, the rest as "other":
+//   "  RX-bursts : 1000 [60% of 0 pkts + 30% of 32 pkts + 10% of 1 pkts]"
+// Empty when no burst was counted.
+std::string burst_spread_line(std::string_view rx_tx, const BurstSpread& spread);
+
+// --record-burst-stats: count one rx_burst / tx_burst result of stream `s`.
+inline void record_rx_burst(Stream& s, std::uint16_t n) noexcept {
+  if (s.config->record_burst_stats) [[unlikely]] s.rx_bursts.add(n);
+}
+inline void record_tx_burst(Stream& s, std::uint16_t n) noexcept {
+  if (s.config->record_burst_stats) [[unlikely]] s.tx_bursts.add(n);
+}
 
 struct FwdLcore {
   unsigned lcore_id = 0;
@@ -138,10 +165,12 @@ template <class Edit>
 inline std::uint16_t receive_edit_send(Stream& s, Edit edit) noexcept {
   Mbuf* pkts[max_burst_slots];
   const std::uint16_t n = s.rx_port->rx_burst(s.rx_queue, pkts, s.config->burst);
+  record_rx_burst(s, n);
   if (n == 0) return 0;
   s.rx_packets.add(n);
   edit(pkts, n);
   const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
+  record_tx_burst(s, sent);
   s.tx_packets.add(sent);
   drop_unsent(s, pkts, n, sent);
   return n;

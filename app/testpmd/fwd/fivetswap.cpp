@@ -41,6 +41,7 @@ inline void swap_five_tuple(Mbuf* m) noexcept {
 std::uint16_t fivetswap_forward(Stream& s) noexcept {
   Mbuf* pkts[max_burst_slots];
   const std::uint16_t n = s.rx_port->rx_burst(s.rx_queue, pkts, s.config->burst);
+  record_rx_burst(s, n);
   if (n == 0) return 0;
   s.rx_packets.add(n);
   for (std::uint16_t i = 0; i < n; ++i) {
@@ -49,6 +50,7 @@ std::uint16_t fivetswap_forward(Stream& s) noexcept {
     pkts[i]->ol_flags &= mbuf_flag::indirect;
   }
   const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
+  record_tx_burst(s, sent);
   s.tx_packets.add(sent);
   drop_unsent(s, pkts, n, sent);
   return n;

@@ -45,6 +45,7 @@ std::uint16_t flowgen_forward(Stream& s) noexcept {
   Mbuf* pkts[max_burst_slots];
   const FwdConfig& c = *s.config;
   const std::uint16_t nrx = s.rx_port->rx_burst(s.rx_queue, pkts, c.burst);
+  record_rx_burst(s, nrx);
   if (nrx) {
     s.rx_packets.add(nrx);
     s.consumed.add(nrx);
@@ -74,6 +75,7 @@ std::uint16_t flowgen_forward(Stream& s) noexcept {
   if (n == 0) return nrx;
   s.generated.add(n);
   const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
+  record_tx_burst(s, sent);
   s.tx_packets.add(sent);
   if (sent < n) [[unlikely]] {
     // Back out the flow counter for what was not sent, as dpdk-testpmd does.

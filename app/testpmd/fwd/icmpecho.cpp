@@ -64,6 +64,7 @@ std::uint16_t icmpecho_forward(Stream& s) noexcept {
   Mbuf* pkts[max_burst_slots];
   Mbuf* replies[max_burst_slots];
   const std::uint16_t n = s.rx_port->rx_burst(s.rx_queue, pkts, s.config->burst);
+  record_rx_burst(s, n);
   if (n == 0) return 0;
   s.rx_packets.add(n);
   const MacAddress& mac = s.config->port_mac[s.rx_port_id];
@@ -102,6 +103,7 @@ std::uint16_t icmpecho_forward(Stream& s) noexcept {
   if (out == 0) return n;
   // Replies leave through the port the requests came in on (dpdk-testpmd does the same).
   const std::uint16_t sent = s.rx_port->tx_burst(s.tx_queue, replies, out);
+  record_tx_burst(s, sent);
   s.tx_packets.add(sent);
   drop_unsent(s, replies, out, sent);
   return n;

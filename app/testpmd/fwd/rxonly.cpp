@@ -32,6 +32,7 @@ void count_ptypes(Stream& s, Mbuf** pkts, std::uint16_t n) noexcept {
 std::uint16_t rxonly_forward(Stream& s) noexcept {
   Mbuf* pkts[max_burst_slots];
   const std::uint16_t n = s.rx_port->rx_burst(s.rx_queue, pkts, s.config->burst);
+  record_rx_burst(s, n);
   if (n == 0) return 0;
   s.rx_packets.add(n);
   s.consumed.add(n);

@@ -49,6 +49,7 @@ std::uint16_t txonly_forward(Stream& s) noexcept {
   if (n == 0) return 0;
   s.generated.add(n);
   const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
+  record_tx_burst(s, sent);
   s.tx_packets.add(sent);
   drop_unsent(s, pkts, n, sent);
   return n;

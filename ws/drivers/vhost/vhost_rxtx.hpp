@@ -105,7 +105,7 @@ struct alignas(cache_line_bytes) RingSlot {
   DefaultChain chains[17];  // scratch: up to 17 chains for one mergeable 64 KiB packet
   // Packed in-order TX ring: chains taken but not yet returned used, the last one's id. As
   // DPDK's vhost, one used descriptor returns them when they near the ring size (the driver
-  // needs them back only when it runs out), or when the ring stops.
+  // needs them back only when it runs out; see deferred_slack), or when the ring stops.
   std::uint32_t deferred_descs = 0;
   std::uint16_t deferred_id = 0;
 
@@ -202,7 +202,12 @@ inline Copied copy_from_chain(const DefaultChain& c, Mbuf* head, PktmbufPool& po
     std::uint32_t len = c.seg[i].len;
     if (skip > 0) {
       const std::uint32_t h = len < skip ? len : skip;
-      copy_bytes(reinterpret_cast<std::byte*>(&hdr) + hdr_got, src, h);
+      auto* to = reinterpret_cast<std::byte*>(&hdr);
+      if (h == sizeof hdr) {
+        __builtin_memcpy(to, src, sizeof hdr);  // the usual case: the whole header, inlined
+      } else {
+        for (std::uint32_t k = 0; k < h; ++k) to[hdr_got + k] = src[k];  // split across segments
+      }
       hdr_got += h;
       skip -= h;
       src += h;
@@ -255,7 +260,10 @@ inline bool make_net_hdr(RingSlot& s, Mbuf* m, virtio::NetHdr& hdr) noexcept {
 }
 
 // Deferred used descriptors go back when fewer than this many would be left to the driver
-// (DPDK's MAX_PKT_BURST).
+// (DPDK's MAX_PKT_BURST), or fewer than the burst just taken used: the driver always keeps room
+// for another burst like it, also when its packets span several descriptors each (a threshold
+// of 32 descriptors alone, as DPDK's, leaves room for a third of a burst of 3-descriptor
+// chains, and the forwarding engine drops the rest).
 inline constexpr std::uint32_t deferred_slack = 32;
 
 // Returns the deferred in-order chains of a packed TX ring as one used descriptor naming the
@@ -282,6 +290,7 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
   }
   DefaultChain& c = s.chains[0];
   std::uint16_t got = 0, used = 0;
+  std::uint32_t burst_descs = 0;  // InOrder: descriptors this burst deferred
   std::uint64_t bytes = 0;
   while (got < n) {
     if (dev.pop(c) != Pop::chain) {
@@ -293,7 +302,18 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
     }
     Mbuf* m = stash.take();
     virtio::NetHdr hdr;
-    const Copied r = copy_from_chain(c, m, stash.pool(), hdr);
+    Copied r;
+    const std::uint32_t frame = c.readable_bytes - virtio::net_hdr_bytes;  // wraps when too short: checked
+    if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
+      // The common case: header and frame in one buffer that fits one mbuf, copied inline.
+      __builtin_memcpy(&hdr, c.seg[0].host, sizeof hdr);
+      copy_bytes(m->data(), c.seg[0].host + virtio::net_hdr_bytes, frame);
+      m->data_len = static_cast<std::uint16_t>(frame);
+      m->pkt_len = frame;
+      r = Copied::ok;
+    } else {
+      r = copy_from_chain(c, m, stash.pool(), hdr);
+    }
     if (r == Copied::nombuf) [[unlikely]] {
       stash.put_back(m);
       if constexpr (Packed) dev.unpop(c.ring_descs); else dev.unpop(1);
@@ -303,6 +323,7 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
     if constexpr (InOrder) {
       s.deferred_descs += c.ring_descs;
       s.deferred_id = c.id;
+      burst_descs += c.ring_descs;
     } else {
       stage_used<Packed>(s, c, 0);
       ++used;
@@ -319,7 +340,7 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
     stash.put_back(m);
   }
   if constexpr (InOrder) {
-    if (s.deferred_descs + deferred_slack >= dev.size()) {
+    if (s.deferred_descs + (burst_descs > deferred_slack ? burst_descs : deferred_slack) >= dev.size()) {
       flush_deferred(s);
       if (dev.needs_notify()) s.notify();
     }

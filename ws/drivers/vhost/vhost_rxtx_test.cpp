@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "ws/core/arena.hpp"
+#include "ws/virtio/test_memory.hpp"
 
 namespace ws::vhost_pmd {
 namespace {
@@ -66,6 +67,50 @@ TEST_F(StashTest, RefillsInBulkHandsOutFreshMbufsAndReturnsEverything) {
     stash.ensure(10);
   }  // destruction returns the rest
   EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// Packed in-order TX ring, packets of three descriptors each (header, two data halves): the used
+// descriptors the backend defers must never leave the driver less room than one more full burst
+// takes, or its tx_burst refuses packets that the forwarding engine then drops.
+TEST_F(StashTest, DeferredInOrderUsedLeavesTheDriverRoomForTheNextBurst) {
+  constexpr std::uint16_t ring_size = 256, burst = 32, descs_per_packet = 3;
+  virtio::test::TestMemory tm(1 << 20);
+  virtio::PackedRing ring;
+  ring.size = ring_size;
+  ring.desc = tm.alloc<virtio::PackedDesc>(virtio::packed_desc_bytes(ring_size), 16);
+  ring.driver_event = tm.alloc<virtio::EventSuppress>(4, 4);
+  ring.device_event = tm.alloc<virtio::EventSuppress>(4, 4);
+  std::byte* data = tm.alloc(virtio::net_hdr_bytes + 64);  // every packet: zero header, 64 B frame
+  auto slot = std::make_unique<RingSlot>();
+  slot->packed.init(ring, &tm.mem(), &slot->health, false, false, 0x8000);
+  virtio::QueueHealth driver_health;
+  virtio::PackedDriver<std::uint32_t> driver;
+  driver.init(ring, &driver_health, true, false);
+  MbufStash stash(pool_.get());
+  RxQueueCounters counters;
+  std::uint32_t cookies[ring_size];
+  for (int round = 0; round < 20; ++round) {
+    while (driver.reclaim(cookies, nullptr, ring_size) > 0) {
+    }
+    ASSERT_GE(driver.free_descs(), std::uint32_t{burst} * descs_per_packet) << "round " << round;
+    for (std::uint16_t i = 0; i < burst; ++i) {
+      const virtio::Buffer b[descs_per_packet] = {{tm.guest(data), virtio::net_hdr_bytes, false},
+                                                  {tm.guest(data + virtio::net_hdr_bytes), 32, false},
+                                                  {tm.guest(data + virtio::net_hdr_bytes + 32), 32, false}};
+      ASSERT_TRUE(driver.post(b, descs_per_packet, i));
+    }
+    Mbuf* pkts[burst];
+    ASSERT_EQ((dequeue<true, true, false>(*slot, stash, counters, pkts, burst)), burst) << "round " << round;
+    for (Mbuf* m : pkts) EXPECT_EQ(m->pkt_len, 64u);
+    mbuf_free_bulk(std::span<Mbuf* const>(pkts, burst));
+  }
+  flush_deferred(*slot);  // as when the ring stops: everything goes back
+  while (driver.reclaim(cookies, nullptr, ring_size) > 0) {
+  }
+  EXPECT_EQ(driver.outstanding(), 0u);
+  EXPECT_FALSE(slot->health.broken());
+  EXPECT_FALSE(driver_health.broken());
+  EXPECT_EQ(counters.packets.read(), 20u * burst);
 }
 
 // An lcore thread enters and leaves the ring in a loop, recording when it is inside; stop() must
