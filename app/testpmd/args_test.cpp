@@ -375,6 +375,16 @@ TEST(AppArgs, EthPeer) {
   EXPECT_HAS(app_error(argv({"--eth-peer=64,02:00:00:00:00:09"})), "[0, 63]");
 }
 
+TEST(AppArgs, TxOffloadsTakeDpdksBitMaskInHexOrDecimal) {
+  EXPECT_EQ(app_ok({}).tx_offloads, 0u);
+  EXPECT_EQ(app_ok({"--tx-offloads=0xe"}).tx_offloads, 0xeu);
+  EXPECT_EQ(app_ok({"--tx-offloads", "14"}).tx_offloads, 14u);
+  for (const char* bad : {"--tx-offloads=checksums", "--tx-offloads=0x", "--tx-offloads=0xeg"}) {
+    const std::string e = app_error({bad});
+    EXPECT_NE(e.find("expected a bit mask such as 0xe"), std::string::npos) << bad << ": " << e;
+  }
+}
+
 TEST(AppArgs, RunControlFlags) {
   const AppOptions o = app_ok({"--tx-first", "--duration", "0.5", "--summary-json", "/tmp/s.json",
                                "--disable-crc-strip", "--auto-start", "-i", "--record-core-cycles",
