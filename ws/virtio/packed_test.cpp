@@ -149,19 +149,42 @@ TEST(Packed, OutOfOrderCompletionsReturnTheRightCookies) {
   EXPECT_EQ(cookies[2], 11u);
 }
 
-TEST(Packed, StagedUsedBatchIsInvisibleUntilFlushedAndCrossesTheRingEnd) {
-  PackedPair p(4);
+TEST(Packed, StagedUsedIsInvisibleUntilFlushedOrItsCacheLineIsFull) {
+  PackedPair p(16);
+  const Buffer b{p.buf(0), 64, true};
+  PackedDevice<>::ChainT c;
+  std::uint32_t cookies[8], lens[8];
+  for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
+  auto stage = [&](std::uint32_t k) {
+    for (std::uint32_t i = 0; i < k; ++i) {
+      ASSERT_EQ(p.dev.pop(c), Pop::chain);
+      p.dev.stage_used(c.id, 1, c.ring_descs);
+    }
+  };
+  stage(3);
+  // The later descriptors are written, the first's flags are not: the driver sees nothing.
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 8), 0);
+  stage(1);  // slot 3 ends the first cache line of descriptors: published without a flush
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 8), 4);
+  stage(2);
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 8), 0);
+  p.dev.flush_used();
+  ASSERT_EQ(p.drv.reclaim(cookies, lens, 8), 2);
+  EXPECT_EQ(cookies[0], 4u);
+  EXPECT_EQ(cookies[1], 5u);
+}
+
+TEST(Packed, StagedUsedBatchesCrossTheRingEnd) {
+  PackedPair p(7);  // not a whole number of cache lines
   const Buffer b{p.buf(0), 64, true};
   PackedDevice<>::ChainT c;
   std::uint32_t cookies[4], lens[4];
-  for (std::uint32_t lap = 0; lap < 3; ++lap) {  // 3 chains per lap on 4 slots: batches straddle the end
+  for (std::uint32_t lap = 0; lap < 5; ++lap) {  // 3 chains per lap on 7 slots: batches straddle the end
     for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(p.drv.post(&b, 1, 10 * lap + i));
     for (std::uint32_t i = 0; i < 3; ++i) {
       ASSERT_EQ(p.dev.pop(c), Pop::chain);
       p.dev.stage_used(c.id, 5 + i, c.ring_descs);
     }
-    // The later descriptors are written, the first's flags are not: the driver sees nothing.
-    EXPECT_EQ(p.drv.reclaim(cookies, lens, 4), 0) << lap;
     p.dev.flush_used();
     ASSERT_EQ(p.drv.reclaim(cookies, lens, 4), 3) << lap;
     for (std::uint32_t i = 0; i < 3; ++i) {

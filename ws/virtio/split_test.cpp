@@ -62,6 +62,29 @@ TEST(SplitRingCheck, RefusesBadSizesAndAlignment) {
   EXPECT_FALSE(check_split_ring(r));
 }
 
+TEST(Split, StagedUsedIsInvisibleUntilFlushedOrACacheLineOfEntriesIsFull) {
+  SplitPair p;
+  const Buffer b{p.buf(0), 64, true};
+  for (std::uint32_t i = 0; i < 10; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
+  p.drv.publish();
+  DefaultChain c;
+  std::uint32_t cookies[16], lens[16];
+  auto stage = [&](std::uint32_t k) {
+    for (std::uint32_t i = 0; i < k; ++i) {
+      ASSERT_EQ(p.dev.pop(c), Pop::chain);
+      p.dev.stage_used(c.id, 1);
+    }
+  };
+  stage(7);
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 0);
+  stage(1);  // the eighth entry: the used index goes out without a flush
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 8);
+  stage(2);
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 0);
+  p.dev.flush_used();
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 2);
+}
+
 TEST(Split, ChainsRoundTripThroughTheWrapOfEveryIndex) {
   SplitPair p;
   DefaultChain c;
