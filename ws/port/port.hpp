@@ -184,6 +184,14 @@ class Port {
   // Helpers for drivers summing their queues' counters.
   static void add_rx(PortStats& s, const RxQueueCounters& c);
   static void add_tx(PortStats& s, const TxQueueCounters& c);
+  // The sum over every queue of two containers of (smart) pointers to queues with `counters`.
+  template <class RxQueues, class TxQueues>
+  static PortStats sum_queues(const RxQueues& rx, const TxQueues& tx) {
+    PortStats s;
+    for (const auto& q : rx) add_rx(s, q->counters);
+    for (const auto& q : tx) add_tx(s, q->counters);
+    return s;
+  }
 
   MacAddress mac_{};
 

@@ -115,9 +115,7 @@ class AfPacketPort final : public Port {
   }
 
   PortStats read_stats() const override {
-    PortStats s;
-    for (const auto& q : rxq_) add_rx(s, q->counters);
-    for (const auto& q : txq_) add_tx(s, q->counters);
+    PortStats s = sum_queues(rxq_, txq_);
     s.imissed += kernel_drops();
     return s;
   }

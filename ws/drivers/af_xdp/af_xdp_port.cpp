@@ -135,9 +135,7 @@ class AfXdpPort final : public Port {
   }
 
   PortStats read_stats() const override {
-    PortStats s;
-    for (const auto& q : rxq_) add_rx(s, q->counters);
-    for (const auto& q : txq_) add_tx(s, q->counters);
+    PortStats s = sum_queues(rxq_, txq_);
     for (const auto& k : socks_) s.imissed += socket_stats(k).rx_dropped;
     return s;
   }

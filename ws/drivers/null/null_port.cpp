@@ -68,12 +68,7 @@ class NullPort final : public Port {
     return {};
   }
 
-  PortStats read_stats() const override {
-    PortStats s;
-    for (const auto& q : rxq_) add_rx(s, q->counters);
-    for (const auto& q : txq_) add_tx(s, q->counters);
-    return s;
-  }
+  PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
 
  private:
   std::uint16_t size_;

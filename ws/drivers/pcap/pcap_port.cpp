@@ -90,12 +90,7 @@ class PcapPort final : public Port {
       if (q->dumper) pcap_dump_flush(q->dumper);
   }
 
-  PortStats read_stats() const override {
-    PortStats s;
-    for (const auto& q : rxq_) add_rx(s, q->counters);
-    for (const auto& q : txq_) add_tx(s, q->counters);
-    return s;
-  }
+  PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
 
   std::vector<XStat> xstats() const override {
     auto out = Port::xstats();

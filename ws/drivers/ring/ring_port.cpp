@@ -47,12 +47,7 @@ class RingPort final : public Port {
     return {};
   }
   void release_mbufs() override;
-  PortStats read_stats() const override {
-    PortStats s;
-    for (const auto& q : rxq_) add_rx(s, q->counters);
-    for (const auto& q : txq_) add_tx(s, q->counters);
-    return s;
-  }
+  PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
   std::vector<XStat> xstats() const override {
     auto out = Port::xstats();
     for (std::size_t q = 0; q < txq_.size(); ++q)

@@ -96,12 +96,7 @@ class TapPort final : public Port {
 
   LinkStatus link() const override { return {started(), 10000, true}; }
 
-  PortStats read_stats() const override {
-    PortStats s;
-    for (const auto& q : rxq_) add_rx(s, q->counters);
-    for (const auto& q : txq_) add_tx(s, q->counters);
-    return s;
-  }
+  PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
 
  private:
   Result<int> open_queue(bool multi_queue) {

@@ -195,12 +195,7 @@ class VhostPort final : public Port, public virtio::RingListener {
     for (auto& q : rxq_)
       if (q->stash) q->stash->release();
   }
-  PortStats read_stats() const override {
-    PortStats s;
-    for (const auto& q : rxq_) add_rx(s, q->counters);
-    for (const auto& q : txq_) add_tx(s, q->counters);
-    return s;
-  }
+  PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
   std::vector<XStat> xstats() const override {
     auto out = Port::xstats();
     for (std::uint32_t r = 0; r < 2u * queues_; ++r) {
