@@ -19,6 +19,7 @@
 #include "ws/net/ptype.hpp"
 #include "ws/net/tx_offload.hpp"
 #include "ws/net/vlan.hpp"
+#include "ws/testing/shell.hpp"
 
 namespace ws {
 namespace {
@@ -86,16 +87,6 @@ void write_pcap(const std::string& path, const std::vector<std::vector<std::uint
   }
 }
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  pclose(p);
-  return out;
-}
-
 // tshark's verdict per frame: one line per frame with the checksum statuses it computed
 // (Wireshark: 1 = good, 0 = bad).
 std::vector<std::string> tshark_verdicts(const std::string& pcap) {
@@ -104,12 +95,11 @@ std::vector<std::string> tshark_verdicts(const std::string& pcap) {
                           " -T fields -E separator=, -e ip.checksum.status -e tcp.checksum.status"
                           " -e udp.checksum.status 2>/dev/null";
   std::vector<std::string> lines;
-  std::istringstream in(run(cmd));
+  std::istringstream in(ws::testing::shell_output(cmd));
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   return lines;
 }
 
-bool have_tshark() { return std::system("command -v tshark >/dev/null 2>&1") == 0; }
 
 struct GsoCase {
   bool ipv6;
@@ -197,10 +187,7 @@ TEST_F(GsoTest, SegmentsReassembleAndPassTshark) {
   bad.back() ^= 0xff;
   capture.push_back(bad);
 
-  if (!have_tshark()) {
-    if (std::getenv("CI")) FAIL() << "tshark is required in CI (scripts/install-deps installs it)";
-    GTEST_SKIP() << "tshark not installed: checksum cross-check with Wireshark skipped";
-  }
+  WS_REQUIRE_TSHARK("the checksum cross-check with Wireshark");
   const std::string pcap = ::testing::TempDir() + "ws_gso_segments.pcap";
   write_pcap(pcap, capture);
   const auto verdicts = tshark_verdicts(pcap);

@@ -17,6 +17,7 @@
 #include "ws/net/gso.hpp"
 #include "ws/net/packet_builder.hpp"
 #include "ws/net/ptype.hpp"
+#include "ws/testing/shell.hpp"
 
 namespace ws {
 namespace {
@@ -198,21 +199,8 @@ TEST_F(SoftwareTxTest, ConfigureErrorsNameTheOffloadAndWhatIsMissing) {
   EXPECT_EQ(port->config().tx_offloads, tx_offload::ipv4_cksum);
 }
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  pclose(p);
-  return out;
-}
-
 TEST_F(SoftwareTxTest, PcapPortWritesSegmentsTsharkAccepts) {
-  if (std::system("command -v tshark >/dev/null 2>&1") != 0) {
-    if (std::getenv("CI")) FAIL() << "tshark is required in CI (scripts/install-deps installs it)";
-    GTEST_SKIP() << "tshark not installed: the Wireshark checksum cross-check is skipped";
-  }
+  WS_REQUIRE_TSHARK("the Wireshark checksum cross-check");
   const std::string out = ::testing::TempDir() + "ws_software_tx_" + std::to_string(getpid()) + ".pcap";
   const BuiltFrame tcp = frame(ip_proto_tcp, 9000);  // 7 segments
   const BuiltFrame udp = frame(ip_proto_udp, 4000);
@@ -225,7 +213,7 @@ TEST_F(SoftwareTxTest, PcapPortWritesSegmentsTsharkAccepts) {
     EXPECT_EQ(port->stats().opackets, 7u + 3u);
     port->stop();
   }  // closing the port flushes the file
-  const std::string fields = run("tshark -r " + out +
+  const std::string fields = ws::testing::shell_output("tshark -r " + out +
                                  " -o ip.check_checksum:TRUE -o tcp.check_checksum:TRUE -o udp.check_checksum:TRUE"
                                  " -T fields -E separator=, -e frame.len -e ip.checksum.status -e tcp.checksum.status"
                                  " -e udp.checksum.status -e tcp.seq_raw 2>/dev/null");
