@@ -149,29 +149,29 @@ TEST(Packed, OutOfOrderCompletionsReturnTheRightCookies) {
   EXPECT_EQ(cookies[2], 11u);
 }
 
-TEST(Packed, StagedUsedIsInvisibleUntilFlushedOrItsCacheLineIsFull) {
-  PackedPair p(16);
+TEST(Packed, StagedUsedIsInvisibleUntilFlushedOrFourCacheLinesAreFull) {
+  PackedPair p(64);
   const Buffer b{p.buf(0), 64, true};
   PackedDevice<>::ChainT c;
-  std::uint32_t cookies[8], lens[8];
-  for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
+  std::uint32_t cookies[32], lens[32];
+  for (std::uint32_t i = 0; i < 18; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
   auto stage = [&](std::uint32_t k) {
     for (std::uint32_t i = 0; i < k; ++i) {
       ASSERT_EQ(p.dev.pop(c), Pop::chain);
       p.dev.stage_used(c.id, 1, c.ring_descs);
     }
   };
-  stage(3);
+  stage(15);
   // The later descriptors are written, the first's flags are not: the driver sees nothing.
-  EXPECT_EQ(p.drv.reclaim(cookies, lens, 8), 0);
-  stage(1);  // slot 3 ends the first cache line of descriptors: published without a flush
-  EXPECT_EQ(p.drv.reclaim(cookies, lens, 8), 4);
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 32), 0);
+  stage(1);  // slot 15 ends the first 4 cache lines of descriptors: published without a flush
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 32), 16);
   stage(2);
-  EXPECT_EQ(p.drv.reclaim(cookies, lens, 8), 0);
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 32), 0);
   p.dev.flush_used();
-  ASSERT_EQ(p.drv.reclaim(cookies, lens, 8), 2);
-  EXPECT_EQ(cookies[0], 4u);
-  EXPECT_EQ(cookies[1], 5u);
+  ASSERT_EQ(p.drv.reclaim(cookies, lens, 32), 2);
+  EXPECT_EQ(cookies[0], 16u);
+  EXPECT_EQ(cookies[1], 17u);
 }
 
 TEST(Packed, StagedUsedBatchesCrossTheRingEnd) {

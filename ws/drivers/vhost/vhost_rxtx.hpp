@@ -4,8 +4,8 @@
 // picked when the ring starts; a burst never branches on a feature.
 //
 // Per burst, not per packet: mbufs are allocated in bulk, used descriptors are staged and made
-// visible by one release store per cache line of them (the frontend starts on the first packets
-// while we copy the rest), a packed in-order TX ring gets one used descriptor for the whole
+// visible by one release store per 16 packed descriptors or 8 split entries (the frontend starts
+// on the first packets while we copy the rest), a packed in-order TX ring gets one used descriptor for the whole
 // burst (virtio 1.2 §2.8.20), and the ring lock is an asymmetric fence (see RingSlot). Small
 // frames are copied inline, never through a libc call.
 #pragma once
