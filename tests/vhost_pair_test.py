@@ -638,40 +638,62 @@ def read_eventfd(fd):
 
 
 class EventIdx(PairBase):
+    # Asked of the backend's prompt when a round fails: where the missing packets went.
+    DIAGNOSTICS = "show fwd stats all\nshow port stats all\nshow port xstats all\n"
+
     def test_interrupts_follow_used_event(self):
         """With EVENT_IDX the backend interrupts when the used index passes the driver's used_event
-        and not otherwise (virtio 1.2 §2.7.10); without it, whenever interrupts are not suppressed."""
-        # A long --duration, ended by SIGINT once both frontends are done: a slow machine must not
-        # see the backend leave in the middle of the test.
-        vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
-                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 60))
+        and not otherwise (virtio 1.2 §2.7.10); without it, whenever interrupts are not suppressed.
+        On a failure, the frontend's ring indices and the backend's forward stats, port stats and
+        xstats (asked at its prompt at that moment) are printed."""
+        # Interactive (-i --auto-start) so the prompt can be asked; ended by `quit` once both
+        # frontends are done: a slow machine must not see the backend leave in the middle.
+        vhost = self.start([BINARY, "--no-huge"] + VHOST_LCORES +
+                           ["--vdev", "net_vhost0,iface={},queues=1".format(self.sock), "--", "-i",
+                            "--summary-json", os.path.join(self.tmp.name, "vhost.json")] + POOL +
+                           ["--forward-mode=io", "--auto-start", "--nb-cores=1"], stdin=subprocess.PIPE)
         self.assertTrue(wait_for_socket(self.sock, vhost))
+        failures = []
         for features, later in ((V1 | EVENT_IDX, 0), (V1, 1)):
             with self.subTest(event_idx=bool(features & EVENT_IDX)):
                 fe = Frontend(self.sock, rings=2, features=features)
                 try:
-                    call = fe.fds[0]  # ring 0 (the frontend's RX ring): its call eventfd
-                    os.set_blocking(call, False)
-                    used_event = fe.ring(0)[1] + 4 + 2 * fe.N
-                    struct.pack_into("<H", fe.mem, used_event, 9)  # interrupt once used idx passes 9
-                    self.assertTrue(fe.good_traffic(0, 1, 16), hex(features))
-                    self.assertGreaterEqual(read_eventfd(call), 1, "used idx 0 -> 16 passed used_event 9")
-                    struct.pack_into("<H", fe.mem, used_event, 100)
-                    fe.good_traffic(0, 1, 16)
-                    end = time.time() + 5
-                    while fe.used_idx(0) < 32 and time.time() < end:
-                        time.sleep(0.01)
-                    self.assertEqual(fe.used_idx(0), 32)
-                    self.assertEqual(min(read_eventfd(call), 1), later, "used idx 16 -> 32, used_event 100")
+                    self.two_rounds(fe, features, later)
+                except AssertionError:
+                    failures.append("event_idx={}: frontend RX ring 0 avail {} used {}, TX ring 1 avail {} used {}"
+                                    .format(bool(features & EVENT_IDX), fe.avail_idx[0], fe.used_idx(0),
+                                            fe.avail_idx[1], fe.used_idx(1)))
+                    vhost.stdin.write(self.DIAGNOSTICS)
+                    vhost.stdin.flush()
+                    raise
                 finally:
                     fe.close()
                 time.sleep(0.3)  # the backend notices the disconnect before the next frontend
-        vhost.send_signal(signal.SIGINT)
+        vhost.stdin.write("quit\n")
+        vhost.stdin.flush()
         out = self.finish(vhost)
+        if failures:  # the subtests failed already; this tells where the packets went
+            print("\n".join(["EventIdx diagnostics:"] + failures + ["backend output (prompt answers at the failure):",
+                                                                     out[-12000:]]), file=sys.stderr)
         self.assertEqual(vhost.returncode, 0, out[-3000:])
         s = self.summary("vhost")
         self.assertTrue(s["pool_audit_ok"], out[-2000:])
         self.assertEqual(s["mbufs_in_use_at_exit"], 0)
+
+    def two_rounds(self, fe, features, later):
+        call = fe.fds[0]  # ring 0 (the frontend's RX ring): its call eventfd
+        os.set_blocking(call, False)
+        used_event = fe.ring(0)[1] + 4 + 2 * fe.N
+        struct.pack_into("<H", fe.mem, used_event, 9)  # interrupt once used idx passes 9
+        self.assertTrue(fe.good_traffic(0, 1, 16), hex(features))
+        self.assertGreaterEqual(read_eventfd(call), 1, "used idx 0 -> 16 passed used_event 9")
+        struct.pack_into("<H", fe.mem, used_event, 100)
+        fe.good_traffic(0, 1, 16)
+        end = time.time() + 5
+        while fe.used_idx(0) < 32 and time.time() < end:
+            time.sleep(0.01)
+        self.assertEqual(fe.used_idx(0), 32)
+        self.assertEqual(min(read_eventfd(call), 1), later, "used idx 16 -> 32, used_event 100")
 
 
 class Lifecycle(PairBase):
