@@ -6,7 +6,8 @@ written here (it speaks vhost-user, shares a memfd and posts each kind of bad de
 and packed) that must break only its own ring while another queue pair keeps forwarding;
 EVENT_IDX interrupts following used_event; and lifecycle: a frontend killed and restarted, a
 net_vhost client=1 reconnecting to virtio_user servers that exit or are killed, and a virtio_user
-server=1 serving our and DPDK's client=1 backends that go away and come back.
+server=1 (split and packed rings) serving our and DPDK's client=1 backends that go away and come back,
+with exact accounting of what a packed ring reset drops.
 
 Tests needing root (hugepages for DPDK) or dpdk-testpmd skip when those are missing, but fail
 when the CI environment variable is set.
@@ -18,6 +19,7 @@ import json
 import mmap
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -98,6 +100,7 @@ class PairBase(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory(prefix="ws-vhost-")
         self.sock = os.path.join(self.tmp.name, "vhost0.sock")
         self.procs = []
+        self.early = {}  # pid -> output read by read_until(), given back by finish()
 
     def tearDown(self):
         for p in self.procs:
@@ -126,8 +129,23 @@ class PairBase(unittest.TestCase):
         self.procs.append(p)
         return p
 
+    def read_until(self, p, text, count=1, timeout=15.0):
+        """Reads p's output while it runs until `text` appeared `count` times (False on timeout
+        or exit); finish() returns what was read here too."""
+        buf = self.early.get(p.pid, "")
+        end = time.time() + timeout
+        while buf.count(text) < count and time.time() < end:
+            if select.select([p.stdout], [], [], 0.1)[0]:
+                chunk = os.read(p.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                buf += chunk.decode(errors="replace")
+        self.early[p.pid] = buf
+        return buf.count(text) >= count
+
     def finish(self, p, timeout=30):
         out, _ = p.communicate(timeout=timeout)
+        out = self.early.pop(p.pid, "") + out
         for marker in CRASH_MARKERS:
             self.assertNotIn(marker, out, "{}\n{}".format(" ".join(p.args), out[-3000:]))
         return out
@@ -620,40 +638,62 @@ def read_eventfd(fd):
 
 
 class EventIdx(PairBase):
+    # Asked of the backend's prompt when a round fails: where the missing packets went.
+    DIAGNOSTICS = "show fwd stats all\nshow port stats all\nshow port xstats all\n"
+
     def test_interrupts_follow_used_event(self):
         """With EVENT_IDX the backend interrupts when the used index passes the driver's used_event
-        and not otherwise (virtio 1.2 §2.7.10); without it, whenever interrupts are not suppressed."""
-        # A long --duration, ended by SIGINT once both frontends are done: a slow machine must not
-        # see the backend leave in the middle of the test.
-        vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
-                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 60))
+        and not otherwise (virtio 1.2 §2.7.10); without it, whenever interrupts are not suppressed.
+        On a failure, the frontend's ring indices and the backend's forward stats, port stats and
+        xstats (asked at its prompt at that moment) are printed."""
+        # Interactive (-i --auto-start) so the prompt can be asked; ended by `quit` once both
+        # frontends are done: a slow machine must not see the backend leave in the middle.
+        vhost = self.start([BINARY, "--no-huge"] + VHOST_LCORES +
+                           ["--vdev", "net_vhost0,iface={},queues=1".format(self.sock), "--", "-i",
+                            "--summary-json", os.path.join(self.tmp.name, "vhost.json")] + POOL +
+                           ["--forward-mode=io", "--auto-start", "--nb-cores=1"], stdin=subprocess.PIPE)
         self.assertTrue(wait_for_socket(self.sock, vhost))
+        failures = []
         for features, later in ((V1 | EVENT_IDX, 0), (V1, 1)):
             with self.subTest(event_idx=bool(features & EVENT_IDX)):
                 fe = Frontend(self.sock, rings=2, features=features)
                 try:
-                    call = fe.fds[0]  # ring 0 (the frontend's RX ring): its call eventfd
-                    os.set_blocking(call, False)
-                    used_event = fe.ring(0)[1] + 4 + 2 * fe.N
-                    struct.pack_into("<H", fe.mem, used_event, 9)  # interrupt once used idx passes 9
-                    self.assertTrue(fe.good_traffic(0, 1, 16), hex(features))
-                    self.assertGreaterEqual(read_eventfd(call), 1, "used idx 0 -> 16 passed used_event 9")
-                    struct.pack_into("<H", fe.mem, used_event, 100)
-                    fe.good_traffic(0, 1, 16)
-                    end = time.time() + 5
-                    while fe.used_idx(0) < 32 and time.time() < end:
-                        time.sleep(0.01)
-                    self.assertEqual(fe.used_idx(0), 32)
-                    self.assertEqual(min(read_eventfd(call), 1), later, "used idx 16 -> 32, used_event 100")
+                    self.two_rounds(fe, features, later)
+                except AssertionError:
+                    failures.append("event_idx={}: frontend RX ring 0 avail {} used {}, TX ring 1 avail {} used {}"
+                                    .format(bool(features & EVENT_IDX), fe.avail_idx[0], fe.used_idx(0),
+                                            fe.avail_idx[1], fe.used_idx(1)))
+                    vhost.stdin.write(self.DIAGNOSTICS)
+                    vhost.stdin.flush()
+                    raise
                 finally:
                     fe.close()
                 time.sleep(0.3)  # the backend notices the disconnect before the next frontend
-        vhost.send_signal(signal.SIGINT)
+        vhost.stdin.write("quit\n")
+        vhost.stdin.flush()
         out = self.finish(vhost)
+        if failures:  # the subtests failed already; this tells where the packets went
+            print("\n".join(["EventIdx diagnostics:"] + failures + ["backend output (prompt answers at the failure):",
+                                                                     out[-12000:]]), file=sys.stderr)
         self.assertEqual(vhost.returncode, 0, out[-3000:])
         s = self.summary("vhost")
         self.assertTrue(s["pool_audit_ok"], out[-2000:])
         self.assertEqual(s["mbufs_in_use_at_exit"], 0)
+
+    def two_rounds(self, fe, features, later):
+        call = fe.fds[0]  # ring 0 (the frontend's RX ring): its call eventfd
+        os.set_blocking(call, False)
+        used_event = fe.ring(0)[1] + 4 + 2 * fe.N
+        struct.pack_into("<H", fe.mem, used_event, 9)  # interrupt once used idx passes 9
+        self.assertTrue(fe.good_traffic(0, 1, 16), hex(features))
+        self.assertGreaterEqual(read_eventfd(call), 1, "used idx 0 -> 16 passed used_event 9")
+        struct.pack_into("<H", fe.mem, used_event, 100)
+        fe.good_traffic(0, 1, 16)
+        end = time.time() + 5
+        while fe.used_idx(0) < 32 and time.time() < end:
+            time.sleep(0.01)
+        self.assertEqual(fe.used_idx(0), 32)
+        self.assertEqual(min(read_eventfd(call), 1), later, "used idx 16 -> 32, used_event 100")
 
 
 class Lifecycle(PairBase):
@@ -711,22 +751,47 @@ class Lifecycle(PairBase):
         self.assertTrue(hs["pool_audit_ok"], hout[-2000:])
         self.assertEqual(hs["mbufs_in_use_at_exit"], 0)
 
+    # Ring layouts the server-mode frontend runs with while its backends come and go: split rings
+    # resume at their used index; packed rings are reset for each new backend.
+    RING_VARIANTS = (("split", 0, 1), ("packed in order", 1, 1), ("packed", 1, 0))
+    QUEUE_SIZE = 256
+
+    def check_reset_drops(self, front, packed, resets, what):
+        """Split rings lose nothing to a backend restart; a packed ring reset frees the TX packets
+        the old backend never completed and counts them (TX errors), at most a ring's worth each."""
+        p = front["ports"][0]
+        if not packed:
+            self.assertEqual(p["tx_errors"], 0, what)
+        else:
+            self.assertGreater(p["tx_errors"], 0, "{}: a reset with a full TX ring dropped nothing".format(what))
+            self.assertLessEqual(p["tx_errors"], resets * self.QUEUE_SIZE, what)
+        self.assertEqual(p["rx_errors"], 0, what)
+
     def test_server_frontend_serves_a_backend_that_comes_back(self):
-        """virtio_user server=1 (split rings) keeps its rings while net_vhost client=1 backends come
-        and go: the first exits, the second is killed mid-traffic, the third forwards both ways.
-        The virtio side generates (flowgen), so traffic does not depend on packets that were
-        inside a backend when it went away."""
-        dev = "virtio_user0,path={},queues=1,server=1".format(self.sock)
+        """virtio_user server=1 keeps its rings while net_vhost client=1 backends come and go: the
+        first exits, the second is killed mid-traffic, the third forwards both ways. Split rings
+        resume, packed rings (in order or not) are reset with what the old backend held freed and
+        counted. The virtio side generates (flowgen), so traffic does not depend on packets that
+        were inside a backend when it went away."""
+        for variant, packed, in_order in self.RING_VARIANTS:
+            with self.subTest(variant):
+                self.serve_backends_that_come_back(variant.replace(" ", "_"), packed, in_order)
+
+    def serve_backends_that_come_back(self, name, packed, in_order):
+        dev = "virtio_user0,path={},queues=1,server=1,packed_vq={},in_order={},queue_size={}".format(
+            self.sock, packed, in_order, self.QUEUE_SIZE)
         front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev, ["--forward-mode=flowgen", "--auto-start",
-                                                         "--nb-cores=1"], "front", 9))
+                                                         "--nb-cores=1"], name + "_front", 9))
         self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
         for k, fate in enumerate(("exits", "killed", "verified")):
-            tag = "back{}".format(k)
+            tag = "{}_back{}".format(name, k)
             back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
                                         ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag,
                                         30 if fate == "killed" else 2))
             if fate == "killed":
-                time.sleep(1.5)
+                # Killed once it serves the frontend's rings (a slow machine may start it late).
+                self.assertTrue(self.read_until(front, "the vhost backend is back"), "{}: did not connect".format(tag))
+                time.sleep(1.0)
                 back.send_signal(signal.SIGKILL)
                 back.wait()
                 continue
@@ -740,16 +805,64 @@ class Lifecycle(PairBase):
             self.assertGreater(p["tx_packets"], 10000, "{}: the frontend's RX ring did not resume".format(tag))
         fout = self.finish(front)
         self.assertEqual(front.returncode, 0, fout[-3000:])
-        self.check_side(self.summary("front"), fout, "virtio_user server=1")
+        fs = self.summary(name + "_front")
+        self.check_side(fs, fout, "virtio_user server=1 " + name)
         self.assertEqual(fout.count("the vhost backend is back"), 2, fout[-3000:])
+        self.assertEqual(fout.count("packed rings reset for the new backend"), 2 if packed else 0, fout[-3000:])
+        self.check_reset_drops(fs, packed, 2, name)
+
+    def test_server_frontend_accounts_exactly_across_backend_restarts(self):
+        """Two net_vhost client=1 backends that each exit cleanly, one after the other: every packet
+        the frontend received, a backend sent; every packet the frontend's TX ring took, a backend
+        received, or the ring reset dropped and counted it (packed), or it was still in the ring
+        when the frontend stopped (at most the ring's size)."""
+        for variant, packed, in_order in self.RING_VARIANTS:
+            with self.subTest(variant):
+                name = "exact_" + variant.replace(" ", "_")
+                dev = "virtio_user0,path={},queues=1,server=1,packed_vq={},in_order={},queue_size={}".format(
+                    self.sock, packed, in_order, self.QUEUE_SIZE)
+                front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev,
+                                             ["--forward-mode=flowgen", "--auto-start", "--nb-cores=1"],
+                                             name + "_front", 6))
+                self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
+                backs = []
+                for k in range(2):
+                    tag = "{}_back{}".format(name, k)
+                    back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
+                                                ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag, 1.5))
+                    out = self.finish(back)
+                    self.assertEqual(back.returncode, 0, out[-3000:])
+                    backs.append(self.summary(tag))
+                    self.check_side(backs[-1], out, tag)
+                fout = self.finish(front)
+                self.assertEqual(front.returncode, 0, fout[-3000:])
+                fs = self.summary(name + "_front")
+                self.check_side(fs, fout, name)
+                self.assertEqual(fout.count("the vhost backend is back"), 1, fout[-3000:])
+                self.check_reset_drops(fs, packed, 1, name)
+                f = fs["ports"][0]
+                received = sum(b["ports"][0]["rx_packets"] for b in backs)
+                sent = sum(b["ports"][0]["tx_packets"] for b in backs)
+                self.assertGreater(min(b["ports"][0]["rx_packets"] for b in backs), 10000, name)
+                self.assertEqual(f["rx_packets"], sent, name)
+                left = f["tx_packets"] - received - f["tx_errors"]
+                self.assertGreaterEqual(left, 0, name)
+                self.assertLessEqual(left, self.QUEUE_SIZE, name)
 
     def test_server_frontend_with_dpdk_backends_that_come_back(self):
-        """The same with DPDK's net_vhost client=1 as the backend: one stops, the next forwards."""
+        """The same with DPDK's net_vhost client=1 as the backend: one stops, the next forwards;
+        split rings resume, packed rings are reset."""
         need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
-        dev = "virtio_user0,path={},queues=1,server=1".format(self.sock)
+        for variant, packed, in_order in self.RING_VARIANTS:
+            with self.subTest(variant):
+                self.serve_dpdk_backends_that_come_back(variant.replace(" ", "_"), packed, in_order)
+
+    def serve_dpdk_backends_that_come_back(self, name, packed, in_order):
+        dev = "virtio_user0,path={},queues=1,server=1,packed_vq={},in_order={},queue_size={}".format(
+            self.sock, packed, in_order, self.QUEUE_SIZE)
         front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev, ["--forward-mode=flowgen",
                                                                                    "--auto-start", "--nb-cores=1"],
-                                     "front", 11))
+                                     name + "_front", 11))
         self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
         for k in range(2):
             back = self.start([DPDK, "--no-huge", "-m", "512"] + VHOST_LCORES +
@@ -767,9 +880,11 @@ class Lifecycle(PairBase):
             shutil.rmtree(os.path.join("/var/run/dpdk", "wsvh{}".format(os.getpid())), ignore_errors=True)
         fout = self.finish(front)
         self.assertEqual(front.returncode, 0, fout[-3000:])
-        self.check_side(self.summary("front"), fout, "virtio_user server=1")
+        fs = self.summary(name + "_front")
+        self.check_side(fs, fout, "virtio_user server=1 " + name)
         self.assertEqual(fout.count("the vhost backend is back"), 1, fout[-3000:])
-
+        self.assertEqual(fout.count("packed rings reset for the new backend"), 1 if packed else 0, fout[-3000:])
+        self.check_reset_drops(fs, packed, 1, name)
 
 def main():
     global BINARY

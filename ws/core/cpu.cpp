@@ -1,7 +1,12 @@
-// TSC calibration against CLOCK_MONOTONIC_RAW.
+// TSC calibration against CLOCK_MONOTONIC_RAW; the process-wide fence (membarrier(2)).
 #include "ws/core/cpu.hpp"
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 namespace ws {
 namespace {
@@ -29,6 +34,19 @@ std::uint64_t calibrate() {
 std::uint64_t tsc_hz() {
   static const std::uint64_t hz = calibrate();
   return hz;
+}
+
+bool register_heavy_fence() noexcept {
+  static const bool registered = [] {
+    const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
+    return ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return registered;
+}
+
+void heavy_fence() noexcept {
+  if (::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) std::abort();  // registered above
 }
 
 }  // namespace ws

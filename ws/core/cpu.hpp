@@ -22,4 +22,11 @@ inline void cpu_pause() noexcept { _mm_pause(); }
 // Thread-safe.
 std::uint64_t tsc_hz();
 
+// Runs a full memory barrier on every running thread of the process (membarrier(2), private
+// expedited): the control path's half of an asymmetric fence, whose hot-path half is a compiler
+// barrier (BurstGate, vhost's RingSlot). register_heavy_fence() registers the process once and is
+// false when the kernel cannot; heavy_fence() only after it returned true.
+bool register_heavy_fence() noexcept;
+void heavy_fence() noexcept;
+
 }  // namespace ws

@@ -264,6 +264,9 @@ class PackedDevice {
 template <class Cookie>
 class PackedDriver {
  public:
+  // Control path. Also resets a running ring to its first state (index 0, wrap counters 1, every
+  // id free) once drain() has taken the outstanding chains and the ring memory is zeroed: what a
+  // new device is then given with SET_VRING_BASE 0x8000.
   void init(const PackedRing& ring, QueueHealth* health, bool in_order, bool event_idx) {
     ring_ = ring;
     health_ = health;
@@ -275,6 +278,7 @@ class PackedDriver {
     for (std::uint32_t i = 0; i < ring.size; ++i) next_id_[i] = static_cast<std::uint16_t>(i + 1);
     free_id_ = 0;
     free_ = ring.size;
+    outstanding_ = 0;
     avail_ = used_ = kicked_ = 0;
     avail_wrap_ = used_wrap_ = true;
     batch_id_ = -1;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 
@@ -308,6 +309,55 @@ TEST(PackedDriverSide, RefusesIdsItNeverPosted) {
   EXPECT_EQ(p.drv.reclaim(cookies, nullptr, 2), 0);
   EXPECT_EQ(p.drv_health.first_error(), QueueError::used_bad_id);
 }
+
+class PackedDriverReset : public ::testing::TestWithParam<bool> {};  // in_order
+
+// A device goes away mid-lap holding chains (virtio_user server=1, a backend restart): drain()
+// hands back exactly what it held, and init() on the zeroed ring starts over for a new device
+// given base 0x8000 (index 0, wrap counter 1).
+TEST_P(PackedDriverReset, DrainThenInitStartsOverForANewDeviceAtBase0x8000) {
+  const bool in_order = GetParam();
+  PackedPair p(7, in_order);
+  const Buffer b{p.buf(0), 64, false};
+  PackedDevice<>::ChainT c;
+  std::uint32_t cookies[8];
+  for (std::uint32_t i = 0; i < 10; ++i) {  // past the ring end: both wrap counters flipped once
+    ASSERT_TRUE(p.drv.post(&b, 1, i));
+    ASSERT_EQ(p.dev.pop(c), Pop::chain);
+    p.dev.push_used(c.id, 64, c.ring_descs);
+    ASSERT_EQ(p.drv.reclaim(cookies, nullptr, 8), 1);
+  }
+  for (std::uint32_t i = 0; i < 5; ++i) ASSERT_TRUE(p.drv.post(&b, 1, 100 + i));
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);  // the old device takes one, completes nothing, goes away
+  std::uint32_t drained = 0, sum = 0;
+  p.drv.drain([&](std::uint32_t cookie) {
+    ++drained;
+    sum += cookie;
+  });
+  EXPECT_EQ(drained, 5u);
+  EXPECT_EQ(sum, 100u + 101 + 102 + 103 + 104);
+  std::memset(p.ring.desc, 0, packed_desc_bytes(p.ring.size));
+  *p.ring.driver_event = {};
+  *p.ring.device_event = {};
+  p.drv.init(p.ring, &p.drv_health, in_order, false);
+  EXPECT_EQ(p.drv.outstanding(), 0u);
+  EXPECT_EQ(p.drv.free_descs(), 7u);
+  PackedDevice<> fresh;
+  fresh.init(p.ring, &p.tm.mem(), &p.dev_health, true, false, 0x8000);
+  EXPECT_EQ(fresh.pop(c), Pop::empty) << "a zeroed ring offers nothing";
+  for (std::uint32_t i = 0; i < 20; ++i) {
+    ASSERT_TRUE(p.drv.post(&b, 1, 200 + i));
+    ASSERT_EQ(fresh.pop(c), Pop::chain) << i;
+    fresh.push_used(c.id, 64, c.ring_descs);
+    ASSERT_EQ(p.drv.reclaim(cookies, nullptr, 8), 1) << i;
+    EXPECT_EQ(cookies[0], 200 + i);
+  }
+  EXPECT_EQ(p.drv.outstanding(), 0u);
+  EXPECT_FALSE(p.dev_health.broken());
+  EXPECT_FALSE(p.drv_health.broken());
+}
+
+INSTANTIATE_TEST_SUITE_P(InOrder, PackedDriverReset, ::testing::Bool());
 
 }  // namespace
 }  // namespace ws::virtio

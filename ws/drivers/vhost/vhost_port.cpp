@@ -2,9 +2,7 @@
 // and ring start/stop handed to the polling lcores through RingSlot.
 #include "ws/drivers/vhost/vhost_port.hpp"
 
-#include <linux/membarrier.h>
 #include <poll.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -82,27 +80,6 @@ DequeueFn pick_dequeue(bool in_order, bool offload) noexcept {
   }
   return offload ? &dequeue<Packed, false, true> : &dequeue<Packed, false, false>;
 }
-
-}  // namespace
-
-namespace vhost_pmd {
-
-bool register_heavy_fence() noexcept {
-  static const bool registered = [] {
-    const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
-    return ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-  }();
-  return registered;
-}
-
-void heavy_fence() noexcept {
-  if (::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) std::abort();  // registered above
-}
-
-}  // namespace vhost_pmd
-
-namespace {
 
 int unix_socket(const std::string& path, sockaddr_un& addr, std::string& error) {
   if (path.size() >= sizeof(addr.sun_path)) {

@@ -68,10 +68,6 @@ class MbufStash {
 struct RingSlot;
 using DequeueFn = std::uint16_t (*)(RingSlot&, MbufStash&, RxQueueCounters&, Mbuf**, std::uint16_t) noexcept;
 
-// Runs a full memory barrier on every running thread of the process (membarrier(2), private
-// expedited). False when the kernel cannot: RingSlot then keeps a full fence on the lcore side.
-bool register_heavy_fence() noexcept;
-void heavy_fence() noexcept;
 using EnqueueFn = std::uint16_t (*)(RingSlot&, TxQueueCounters&, Mbuf**, std::uint16_t) noexcept;
 
 // Extra per-ring counters beyond the port's (xstats).

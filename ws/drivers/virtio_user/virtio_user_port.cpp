@@ -76,6 +76,7 @@ class VirtioUserPort final : public Port {
  public:
   VirtioUserPort(std::string name, Options o, Arena& arena) : Port(std::move(name), "virtio_user"), o_(std::move(o)), arena_(arena) {
     mac_ = MacAddress{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
+    asymmetric_ = register_heavy_fence();
   }
   ~VirtioUserPort() override {
     stop_monitor();
@@ -118,6 +119,8 @@ class VirtioUserPort final : public Port {
       rxq_.push_back(ol_in ? make_rx<true>(p, m) : make_rx<false>(p, m));
       txq_.push_back(ol_out ? make_tx<true>(p) : make_tx<false>(p));
       txq_.back()->offload = tx_ol;
+      rxq_.back()->gate.set_asymmetric(asymmetric_);
+      txq_.back()->gate.set_asymmetric(asymmetric_);
     }
     return {};
   }
@@ -142,10 +145,11 @@ class VirtioUserPort final : public Port {
     for (auto& q : rxq_) q->release_mbufs();
     for (auto& q : txq_) q->release_mbufs();
   }
+  // Packets a ring reset dropped are errors: TX ones were counted sent when the ring took them.
   PortStats read_stats() const override {
-    PortStats s;
-    for (const auto& q : rxq_) add_rx(s, q->counters);
-    for (const auto& q : txq_) add_tx(s, q->counters);
+    PortStats s = sum_queues(rxq_, txq_);
+    for (const auto& q : rxq_) s.ierrors += q->reset_dropped.read();
+    for (const auto& q : txq_) s.oerrors += q->reset_dropped.read();
     return s;
   }
   std::vector<XStat> xstats() const override {
@@ -153,6 +157,8 @@ class VirtioUserPort final : public Port {
     for (std::size_t q = 0; q < rxq_.size(); ++q) {
       out.push_back({fmt::format("rx_q{}_broken", q), rxq_[q]->health.broken() ? 1u : 0u});
       out.push_back({fmt::format("tx_q{}_broken", q), txq_[q]->health.broken() ? 1u : 0u});
+      out.push_back({fmt::format("rx_q{}_reset_dropped", q), rxq_[q]->reset_dropped.read()});
+      out.push_back({fmt::format("tx_q{}_reset_dropped", q), txq_[q]->reset_dropped.read()});
     }
     out.push_back({"features", features_});
     return out;
@@ -176,6 +182,7 @@ class VirtioUserPort final : public Port {
   Result<RingMem*> ring_memory(std::uint32_t r);
   std::vector<QueueCommon*> ring_queues() const;
   Result<void> setup_device(bool resume);
+  void reset_rings();
   void monitor();
   void stop_monitor();
   Result<void> send(vu::Request r, std::uint64_t u64, int fd = -1);
@@ -201,6 +208,7 @@ class VirtioUserPort final : public Port {
   std::thread monitor_;
   std::atomic<bool> monitor_stop_{false};
   bool reconnecting_ = false;  // negotiate() checks features_ instead of choosing them
+  bool asymmetric_ = false;    // BurstGate: membarrier(2) available
   std::vector<int> call_fds_;
   std::uint64_t features_ = 0;
   std::uint64_t protocol_ = 0;
@@ -394,7 +402,8 @@ std::vector<QueueCommon*> VirtioUserPort::ring_queues() const {
 // The device part of a start, on the current connection. `resume`: the rings are running (a
 // backend came back): same eventfds, and each split ring resumes at its used index -- what the
 // old backend completed; chains it had taken without completing are offered again (a TX packet
-// may go out twice, an RX buffer is refilled), none is lost.
+// may go out twice, an RX buffer is refilled), none is lost. Packed rings were reset
+// (reset_rings()) and start again from index 0, wrap counter 1.
 Result<void> VirtioUserPort::setup_device(bool resume) {
   const std::vector<QueueCommon*> queues = ring_queues();
   // Status, then call fds for every RX ring then every TX ring, then features (VHOST-NOTES.md).
@@ -439,18 +448,43 @@ Result<void> VirtioUserPort::setup_device(bool resume) {
   return set_status(status_ | virtio::status::driver_ok);
 }
 
+// A packed ring cannot resume where the old backend left it: once we reclaimed its used
+// descriptors, the ring no longer shows how far the device got. So, as DPDK's virtio_user on a
+// server-mode reconnection (virtqueue_rxvq/txvq_reset_packed), every ring starts over, with the
+// lcores kept out by each queue's gate: what the old backend completed is reclaimed, the chains
+// it still held are freed (TX packets it never completed count as dropped: reset_dropped,
+// oerrors; filled RX buffers no burst took, and a mergeable packet cut short, in ierrors; empty
+// RX buffers go back to the pool), the ring memory is zeroed, the driver engine is back at
+// index 0 with both wrap counters 1, and RX is refilled.
+void VirtioUserPort::reset_rings() {
+  const std::vector<QueueCommon*> queues = ring_queues();
+  for (QueueCommon* q : queues) q->gate.close();
+  std::uint64_t tx_dropped = 0;
+  for (std::uint32_t r = 0; r < queues.size(); ++r) {
+    QueueCommon& q = *queues[r];
+    const std::uint32_t dropped = q.release_mbufs();
+    q.reset_dropped.add(dropped);
+    if (r % 2 == 1) tx_dropped += dropped;
+    RingMem& m = *rings_[r];
+    std::memset(m.base, 0, m.bytes);
+    q.health.reset();  // a ring the old backend broke works again with the new one
+    q.init(m.split, m.packed, has(features_, feature::in_order), has(features_, feature::event_idx));
+  }
+  for (auto& q : rxq_) q->fill();
+  for (QueueCommon* q : queues) q->gate.open();
+  log(LogLevel::info, "{}: packed rings reset for the new backend; {} TX packets the old one did not complete dropped",
+      name(), tx_dropped);
+}
+
 // server=1, control thread: notices the backend going away and serves the next one that
 // connects. The lcores keep polling the rings meanwhile (they are in our memory); nothing moves
-// until a backend is back.
+// until a backend is back. Packed rings are reset once a new backend has connected.
 void VirtioUserPort::monitor() {
   while (!monitor_stop_.load(std::memory_order_relaxed)) {
     pollfd p{sock_, POLLRDHUP, 0};
     if (::poll(&p, 1, 100) != 1 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
     log(LogLevel::warning, "{}: the vhost backend went away; waiting for it on '{}'", name(), o_.path);
-    if (packed()) {  // resuming needs the device's ring position, which a packed ring does not show
-      log(LogLevel::err, "{}: packed rings cannot resume with a new backend: restart the port", name());
-      return;
-    }
+    bool rings_ready = !packed();  // split rings resume at their used index
     for (;;) {
       ::close(sock_);
       sock_ = -1;
@@ -458,6 +492,10 @@ void VirtioUserPort::monitor() {
       while (sock_ < 0 && !monitor_stop_.load(std::memory_order_relaxed))
         if (::poll(&l, 1, 100) == 1) sock_ = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (sock_ < 0) return;  // stopping
+      if (!rings_ready) {
+        reset_rings();
+        rings_ready = true;
+      }
       reconnecting_ = true;
       auto ok = negotiate();
       if (ok) ok = setup_device(true);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ws/core/burst_gate.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
 #include "ws/virtio/net_hdr.hpp"
@@ -28,14 +29,32 @@ inline void kick(int fd) noexcept {
   [[maybe_unused]] auto r = ::write(fd, &one, sizeof one);
 }
 
+// Frees every chain the device has completed and no burst reclaimed yet; returns how many.
+template <class Engine>
+std::uint32_t free_completed(Engine& engine) noexcept {
+  Mbuf* done[64];
+  std::uint32_t n = 0;
+  for (std::uint16_t k; (k = engine.reclaim(done, nullptr, 64)) > 0; n += k)
+    mbuf_free_bulk(std::span<Mbuf* const>(done, k));
+  return n;
+}
+
 // Control-path view of a queue, whatever its variant.
 struct QueueCommon : QueueBase {
   virtual ~QueueCommon() = default;
   virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) = 0;
   virtual std::uint32_t fill() = 0;        // RX: post buffers; returns how many
-  virtual void release_mbufs() = 0;         // ring stopped: free what the ring holds
+  // Ring stopped (or gate closed): frees what the ring holds. Returns how many packets that
+  // drops: TX, those taken but never completed by the device; RX, buffers the device filled
+  // that no burst took (one per packet, or per part of a mergeable one) and a mergeable packet
+  // cut short.
+  virtual std::uint32_t release_mbufs() = 0;
   virtio::QueueHealth health;
   int kick_fd = -1;
+  // The lcore enters around each burst; the control path closes it to reset the ring.
+  BurstGate gate;
+  // Packets dropped by ring resets (a packed ring given to a new backend); control path only.
+  Counter reset_dropped;
 };
 
 struct alignas(cache_line_bytes) RxCommon : QueueCommon {
@@ -62,11 +81,16 @@ struct VirtioRx final : RxCommon {
     engine.suppress_interrupts(true);  // we poll
   }
   std::uint32_t fill() override { return refill(0xffff); }
-  void release_mbufs() override {
-    engine.drain([](Mbuf* m) { mbuf_free(m); });
-    if (partial_head) mbuf_free(partial_head);
+  std::uint32_t release_mbufs() override {
+    std::uint32_t dropped = free_completed(engine);
+    engine.drain([](Mbuf* m) { mbuf_free(m); });  // empty buffers: back to the pool
+    if (partial_head != nullptr) {
+      mbuf_free(partial_head);
+      ++dropped;
+    }
     partial_head = partial_tail = nullptr;
     partial_left = 0;
+    return dropped;
   }
 
   // Posts up to `max` fresh buffers; the header lands in the headroom just before the data.
@@ -103,6 +127,14 @@ struct VirtioRx final : RxCommon {
   }
 
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    if (!gate.enter()) [[unlikely]] return 0;
+    const std::uint16_t got = receive(pkts, n);
+    gate.leave();
+    return got;
+  }
+
+ private:
+  std::uint16_t receive(Mbuf** pkts, std::uint16_t n) noexcept {
     Mbuf* done[mbuf_max_burst];
     std::uint32_t lens[mbuf_max_burst];
     if (n > mbuf_max_burst) n = mbuf_max_burst;
@@ -185,11 +217,28 @@ struct VirtioTx final : TxCommon {
     engine.suppress_interrupts(true);
   }
   std::uint32_t fill() override { return 0; }
-  void release_mbufs() override {
-    engine.drain([](Mbuf* m) { mbuf_free(m); });
+  std::uint32_t release_mbufs() override {
+    (void)free_completed(engine);  // sent: not dropped
+    std::uint32_t dropped = 0;
+    engine.drain([&dropped](Mbuf* m) {
+      mbuf_free(m);
+      ++dropped;
+    });
+    return dropped;
   }
 
   std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    if (!gate.enter()) [[unlikely]] {  // the ring is being reset: as if it were full
+      counters.full.add(n);
+      return 0;
+    }
+    const std::uint16_t sent = transmit(pkts, n);
+    gate.leave();
+    return sent;
+  }
+
+ private:
+  std::uint16_t transmit(Mbuf** pkts, std::uint16_t n) noexcept {
     Mbuf* done[64];
     for (;;) {  // free what the device has consumed
       const std::uint16_t k = engine.reclaim(done, nullptr, 64);
