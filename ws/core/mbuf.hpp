@@ -147,7 +147,7 @@ inline void mbuf_free(Mbuf* m) noexcept {
 }
 
 // Free many packets, returning segments to their pools in bulk. Lock-free.
-void mbuf_free_bulk(std::span<Mbuf* const> pkts) noexcept;
+[[gnu::hot]] void mbuf_free_bulk(std::span<Mbuf* const> pkts) noexcept;
 
 // A pool of mbufs: Mempool objects initialised as Mbufs with their buffers.
 class PktmbufPool {

@@ -31,7 +31,7 @@ class Mempool {
 
   // Get exactly out.size() objects or none; true on success. Lock-free; an lcore uses its own
   // cache, other threads go to the ring directly.
-  bool get_bulk(std::span<void*> out) noexcept {
+  [[gnu::hot]] bool get_bulk(std::span<void*> out) noexcept {
     const unsigned lcore = lcore_id();
     const auto n = static_cast<std::uint32_t>(out.size());
     if (lcore >= max_lcores || cache_size_ == 0 || n > mempool_cache_max) [[unlikely]]
@@ -59,7 +59,7 @@ class Mempool {
   }
 
   // Return objects to the pool. Lock-free; same cache rules as get_bulk.
-  void put_bulk(std::span<void* const> objs) noexcept {
+  [[gnu::hot]] void put_bulk(std::span<void* const> objs) noexcept {
     const unsigned lcore = lcore_id();
     const auto n = static_cast<std::uint32_t>(objs.size());
     if (lcore >= max_lcores || n > flush_threshold_) [[unlikely]] {

@@ -31,12 +31,14 @@ concept TxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts,
   { q.tx_burst(pkts, n) } noexcept -> std::same_as<std::uint16_t>;
 };
 
+// [[gnu::hot]] on the data path's out-of-line functions: GCC puts them in .text.hot, one block
+// laid out the same whatever else is linked (see cmake/warnings.cmake, -falign-functions).
 template <RxQueue Q>
-std::uint16_t rx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
+[[gnu::hot]] std::uint16_t rx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->rx_burst(pkts, n);
 }
 template <TxQueue Q>
-std::uint16_t tx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
+[[gnu::hot]] std::uint16_t tx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->tx_burst(pkts, n);
 }
 

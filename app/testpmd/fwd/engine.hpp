@@ -126,7 +126,7 @@ struct Engine {
 
 // The lcore loop for engine function F: poll every stream, round after round.
 template <ForwardFn F>
-void lcore_loop(FwdLcore& lc) {
+[[gnu::hot]] void lcore_loop(FwdLcore& lc) {
   Stream* const* streams = lc.streams.data();
   const std::size_t n = lc.streams.size();
   if (lc.record_cycles) {
@@ -162,7 +162,7 @@ inline void drop_unsent(Stream& s, Mbuf** pkts, std::uint16_t n, std::uint16_t s
 // The shape of every receive-edit-send engine: receive a burst, let `edit(pkts, n)` change the
 // packets in place, send them to the peer; what TX refuses is dropped. `edit` is inlined.
 template <class Edit>
-inline std::uint16_t receive_edit_send(Stream& s, Edit edit) noexcept {
+[[gnu::hot]] inline std::uint16_t receive_edit_send(Stream& s, Edit edit) noexcept {
   Mbuf* pkts[max_burst_slots];
   const std::uint16_t n = s.rx_port->rx_burst(s.rx_queue, pkts, s.config->burst);
   record_rx_burst(s, n);
