@@ -169,6 +169,7 @@ class OursWithOurs(PairBase):
         virtio = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
                                                           "--nb-cores=1", "--txpkts=" + txpkts] + q, "virtio", 2))
         vout = self.finish(virtio)
+        vhost.send_signal(signal.SIGINT)  # done once the virtio side is: stop it (its 5 s is a cap)
         hout = self.finish(vhost)
         self.assertEqual(virtio.returncode, 0, vout[-3000:])
         self.assertEqual(vhost.returncode, 0, hout[-3000:])
@@ -223,6 +224,7 @@ class OursWithOurs(PairBase):
         vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
                                      ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 5))
         vout = self.finish(virtio)
+        vhost.send_signal(signal.SIGINT)  # done once the virtio side is: stop it (its 5 s is a cap)
         hout = self.finish(vhost)
         self.assertEqual(virtio.returncode, 0, vout[-3000:])
         self.assertEqual(vhost.returncode, 0, hout[-3000:])
