@@ -11,9 +11,11 @@ namespace ws {
 // open then loads busy; each side needs its store ordered before its load. With `asymmetric`
 // (register_heavy_fence() succeeded) the lcore only keeps the compiler from reordering and
 // close() pays for both with heavy_fence(), a full barrier on the lcore's CPU: the lcore's cost
-// per burst is two plain stores and a load. vhost's RingSlot runs the same handshake.
+// per burst is two plain stores and a load. vhost's RingSlot is one, closed until its ring starts.
 class BurstGate {
  public:
+  explicit BurstGate(bool open = true) noexcept : open_(open) {}
+
   // Control path, before any lcore polls the queue.
   void set_asymmetric(bool on) noexcept { asymmetric_ = on; }
 
@@ -47,7 +49,7 @@ class BurstGate {
   bool is_open() const noexcept { return open_.load(std::memory_order_relaxed); }
 
  private:
-  std::atomic<bool> open_{true};
+  std::atomic<bool> open_;
   std::atomic<bool> busy_{false};
   bool asymmetric_ = false;
 };

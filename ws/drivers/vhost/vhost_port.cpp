@@ -102,7 +102,7 @@ class VhostPort final : public Port, public virtio::RingListener {
         backend_(virtio::BackendOptions{.name = name, .queue_pairs = queues, .features = offered(tso)}, this) {
     mac_ = MacAddress{{0x56, 0x48, 0x4f, 0x53, 0x54, 0x00}};  // DPDK net_vhost's "VHOST" address
     const bool asymmetric = register_heavy_fence();
-    for (std::uint32_t r = 0; r < 2u * queues; ++r) slots_[r].asymmetric = asymmetric;
+    for (std::uint32_t r = 0; r < 2u * queues; ++r) slots_[r].gate.set_asymmetric(asymmetric);
   }
   ~VhostPort() override {
     stop_.store(true, std::memory_order_release);
@@ -226,8 +226,7 @@ class VhostPort final : public Port, public virtio::RingListener {
     }
     if (s.call_fd >= 0) ::close(s.call_fd);
     s.call_fd = v.call_fd >= 0 ? ::dup(v.call_fd) : -1;
-    // seq_cst: the engine and function pointers before ready; pairs with enter()'s load.
-    s.ready.store(true, std::memory_order_seq_cst);
+    s.start();  // release: the engine and function pointers before an lcore enters
   }
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ws/core/burst_gate.hpp"
 #include "ws/core/cpu.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
@@ -80,17 +81,13 @@ struct RingCounters {
 // One virtqueue of the frontend as the backend runs it. The control thread starts and stops it
 // (ring_started/ring_stopped); the polling lcore enters it around each burst.
 //
-// enter()/stop() are Dekker's handshake: the lcore stores busy then loads ready, stop() stores
-// ready then loads busy. Each side needs its store ordered before its load. With `asymmetric`
-// the lcore side only keeps the compiler from reordering and stop() pays for both with
-// membarrier(2), which runs a full barrier on the lcore's CPU: the lcore's per-burst cost is two
-// plain stores instead of a locked instruction that drains the store buffer (30% of a vhost
-// core's samples at 64 B before this).
+// The ring lock is a BurstGate (ws/core/burst_gate.hpp): an asymmetric Dekker handshake whose
+// lcore side is two plain stores and a load per burst, instead of a locked instruction that
+// drains the store buffer (30% of a vhost core's samples at 64 B before it); stop() pays with
+// membarrier(2).
 struct alignas(cache_line_bytes) RingSlot {
-  std::atomic<bool> ready{false};    // started (SET_VRING_KICK) and not stopped
+  BurstGate gate{false};             // open: started (SET_VRING_KICK) and not stopped
   std::atomic<bool> enabled{false};  // SET_VRING_ENABLE; a disabled ring is not polled
-  std::atomic<bool> busy{false};
-  bool asymmetric = false;           // heavy_fence() registered; set before any ring starts
   virtio::SplitDevice<> split;
   virtio::PackedDevice<> packed;
   DequeueFn dequeue = nullptr;
@@ -108,28 +105,18 @@ struct alignas(cache_line_bytes) RingSlot {
 
   // Polling lcore: false when the ring is not running (the burst then does nothing).
   bool enter() noexcept {
-    if (asymmetric) [[likely]] {
-      busy.store(true, std::memory_order_relaxed);
-      std::atomic_signal_fence(std::memory_order_seq_cst);  // the CPU side: stop()'s heavy_fence()
-    } else {
-      busy.store(true, std::memory_order_seq_cst);
-    }
-    // seq_cst (a plain load on x86); acquire at least: the engine stored before ready.
-    if (!ready.load(std::memory_order_seq_cst) || !enabled.load(std::memory_order_relaxed)) {
-      busy.store(false, std::memory_order_release);
+    if (!gate.enter()) [[unlikely]] return false;
+    if (!enabled.load(std::memory_order_relaxed)) [[unlikely]] {
+      gate.leave();
       return false;
     }
     return true;
   }
-  void leave() noexcept { busy.store(false, std::memory_order_release); }  // pairs with stop()'s load
-  // Control thread: after it returns, no lcore touches the ring until it is started again.
-  void stop() noexcept {
-    ready.store(false, std::memory_order_seq_cst);
-    // Either the lcore's busy store precedes the barrier this runs on its CPU (we see busy and
-    // wait), or its ready load follows it (it sees false).
-    if (asymmetric) heavy_fence();
-    while (busy.load(std::memory_order_seq_cst)) cpu_pause();
-  }
+  void leave() noexcept { gate.leave(); }
+  // Control thread: start() publishes the engine stored before it; after stop() returns, no
+  // lcore touches the ring until it is started again.
+  void start() noexcept { gate.open(); }
+  void stop() noexcept { gate.close(); }
   void notify() noexcept {
     const std::uint64_t one = 1;
     if (call_fd >= 0) {
