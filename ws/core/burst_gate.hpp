@@ -14,9 +14,10 @@ namespace ws {
 // per burst is two plain stores and a load. vhost's RingSlot is one, closed until its ring starts.
 class BurstGate {
  public:
-  explicit BurstGate(bool open = true) noexcept : open_(open) {}
+  // Asymmetric whenever the kernel has membarrier(2) (registered once per process).
+  explicit BurstGate(bool open = true) noexcept : open_(open), asymmetric_(register_heavy_fence()) {}
 
-  // Control path, before any lcore polls the queue.
+  // Control path, before any lcore polls the queue: `false` forces the fenced form (tests).
   void set_asymmetric(bool on) noexcept { asymmetric_ = on; }
 
   // Polling lcore, around each burst: false when the gate is closed (the burst does nothing).
@@ -51,7 +52,7 @@ class BurstGate {
  private:
   std::atomic<bool> open_;
   std::atomic<bool> busy_{false};
-  bool asymmetric_ = false;
+  bool asymmetric_;
 };
 
 }  // namespace ws

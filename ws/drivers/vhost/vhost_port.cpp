@@ -101,8 +101,6 @@ class VhostPort final : public Port, public virtio::RingListener {
         slots_(std::make_unique<RingSlot[]>(2u * queues)),
         backend_(virtio::BackendOptions{.name = name, .queue_pairs = queues, .features = offered(tso)}, this) {
     mac_ = MacAddress{{0x56, 0x48, 0x4f, 0x53, 0x54, 0x00}};  // DPDK net_vhost's "VHOST" address
-    const bool asymmetric = register_heavy_fence();
-    for (std::uint32_t r = 0; r < 2u * queues; ++r) slots_[r].gate.set_asymmetric(asymmetric);
   }
   ~VhostPort() override {
     stop_.store(true, std::memory_order_release);

@@ -76,7 +76,6 @@ class VirtioUserPort final : public Port {
  public:
   VirtioUserPort(std::string name, Options o, Arena& arena) : Port(std::move(name), "virtio_user"), o_(std::move(o)), arena_(arena) {
     mac_ = MacAddress{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
-    asymmetric_ = register_heavy_fence();
   }
   ~VirtioUserPort() override {
     stop_monitor();
@@ -119,8 +118,6 @@ class VirtioUserPort final : public Port {
       rxq_.push_back(ol_in ? make_rx<true>(p, m) : make_rx<false>(p, m));
       txq_.push_back(ol_out ? make_tx<true>(p) : make_tx<false>(p));
       txq_.back()->offload = tx_ol;
-      rxq_.back()->gate.set_asymmetric(asymmetric_);
-      txq_.back()->gate.set_asymmetric(asymmetric_);
     }
     return {};
   }
@@ -208,7 +205,6 @@ class VirtioUserPort final : public Port {
   std::thread monitor_;
   std::atomic<bool> monitor_stop_{false};
   bool reconnecting_ = false;  // negotiate() checks features_ instead of choosing them
-  bool asymmetric_ = false;    // BurstGate: membarrier(2) available
   std::vector<int> call_fds_;
   std::uint64_t features_ = 0;
   std::uint64_t protocol_ = 0;

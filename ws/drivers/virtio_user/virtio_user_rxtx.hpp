@@ -29,13 +29,18 @@ inline void kick(int fd) noexcept {
   [[maybe_unused]] auto r = ::write(fd, &one, sizeof one);
 }
 
-// Frees every chain the device has completed and no burst reclaimed yet; returns how many.
+// Frees every chain the device has completed and no burst reclaimed yet; returns how many. A
+// reclaim short of its 64 took everything there was: no further call.
 template <class Engine>
 std::uint32_t free_completed(Engine& engine) noexcept {
   Mbuf* done[64];
   std::uint32_t n = 0;
-  for (std::uint16_t k; (k = engine.reclaim(done, nullptr, 64)) > 0; n += k)
-    mbuf_free_bulk(std::span<Mbuf* const>(done, k));
+  std::uint16_t k;
+  do {
+    k = engine.reclaim(done, nullptr, 64);
+    if (k > 0) mbuf_free_bulk(std::span<Mbuf* const>(done, k));
+    n += k;
+  } while (k == 64);
   return n;
 }
 
@@ -239,12 +244,7 @@ struct VirtioTx final : TxCommon {
 
  private:
   std::uint16_t transmit(Mbuf** pkts, std::uint16_t n) noexcept {
-    Mbuf* done[64];
-    for (;;) {  // free what the device has consumed
-      const std::uint16_t k = engine.reclaim(done, nullptr, 64);
-      if (k > 0) mbuf_free_bulk(std::span<Mbuf* const>(done, k));
-      if (k < 64) break;
-    }
+    free_completed(engine);  // what the device has consumed
     constexpr std::uint16_t max_segs = 63;
     virtio::Buffer b[max_segs + 1];
     std::uint16_t sent = 0;
