@@ -79,7 +79,7 @@ Result<void> Port::check_rss(const RssConfig& rss, std::uint16_t rx_queues) cons
 Result<void> Port::set_rss(const RssConfig& rss) {
   if (started_) return fail("port {} ({}): stop the port before changing its RSS configuration", id_, name_);
   if (auto ok = check_rss(rss, config_.rx_queues); !ok)
-    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+    return with_context(ok.error(), context());
   config_.rss = rss;
   return {};
 }
@@ -98,7 +98,7 @@ Result<void> Port::start_software_rss() {
 Result<void> Port::set_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) {
   if (started_) return fail("port {} ({}): stop the port before changing its TX offloads", id_, name_);
   if (auto ok = check_tx_offloads(offloads, segment_pool); !ok)
-    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+    return with_context(ok.error(), context());
   config_.tx_offloads = offloads;
   config_.tx_segment_pool = segment_pool;
   return {};
@@ -115,11 +115,12 @@ void Port::wrap_tx_queues() {
   const bool segment = (soft & tx_offload::segmentation) != 0;
   BurstFn fn = checksums ? (segment ? &software_offload_tx<true, true> : &software_offload_tx<true, false>)
                          : &software_offload_tx<false, true>;
+  const bool sw_checksums = (info().tx_offload_capa & tx_offload::checksums) != tx_offload::checksums;
   for (std::size_t q = 0; q < tx_table_.size(); ++q) {
     SoftwareTxQueue& sq = *sw_tx_[q];
     sq.driver = tx_table_[q];
     sq.segment_pool = config_.tx_segment_pool;
-    sq.sw_checksums = (info().tx_offload_capa & tx_offload::checksums) != tx_offload::checksums;
+    sq.sw_checksums = sw_checksums;
     tx_table_[q] = {fn, &sq};
   }
 }
@@ -134,10 +135,10 @@ Result<void> Port::configure(const PortConfig& config) {
     return fail("port {} ({}): {} TX queues requested, the device supports 1 to {}", id_, name_, config.tx_queues,
                 i.max_tx_queues);
   if (auto ok = check_tx_offloads(config.tx_offloads, config.tx_segment_pool); !ok)
-    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+    return with_context(ok.error(), context());
   if (auto ok = check_rss(config.rss, config.rx_queues); !ok)
-    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
-  if (auto ok = do_configure(config); !ok) return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+    return with_context(ok.error(), context());
+  if (auto ok = do_configure(config); !ok) return with_context(ok.error(), context());
   config_ = config;
   rx_table_.assign(config.rx_queues, BurstEntry{&idle_burst, nullptr});
   tx_table_.assign(config.tx_queues, BurstEntry{&idle_burst, nullptr});
@@ -158,13 +159,13 @@ Result<void> Port::start() {
     // do_start() may have published some queues before failing: a port that did not start
     // must not be polled.
     idle_tables();
-    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+    return with_context(ok.error(), context());
   }
   wrap_tx_queues();
   if (auto ok = start_software_rss(); !ok) {
     do_stop();
     idle_tables();
-    return with_context(ok.error(), fmt::format("port {} ({})", id_, name_));
+    return with_context(ok.error(), context());
   }
   started_ = true;
   return {};

@@ -199,6 +199,7 @@ class Port {
 
  private:
   void idle_tables();  // every burst entry back to idle_burst
+  std::string context() const { return fmt::format("port {} ({})", id_, name_); }  // for errors
   Result<void> check_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) const;
   Result<void> check_rss(const RssConfig& rss, std::uint16_t rx_queues) const;
   Result<void> start_software_rss();  // hashing/spreading RX entries, when the device has no hash

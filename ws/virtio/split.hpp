@@ -103,7 +103,7 @@ class SplitDevice {
   // by itself every cache line of used entries (8 of 8 B), so the driver can start on it.
   void stage_used(std::uint16_t id, std::uint32_t len) noexcept {
     push_used(id, len);
-    if ((used_ & 7) == 0) flush_used();
+    if (used_ % publish_every == 0) flush_used();
   }
 
   // Available chains not yet taken (reads the shared index). Polling thread.
@@ -209,6 +209,9 @@ class SplitDevice {
     return {detail::load_once(&p->addr), detail::load_once(&p->len), detail::load_once(&p->flags),
             detail::load_once(&p->next)};
   }
+
+  // Used entries per published batch (see stage_used): one cache line.
+  static constexpr std::uint16_t publish_every = 64 / sizeof(UsedElem);
 
   SplitRing ring_{};
   const GuestMemory* mem_ = nullptr;
