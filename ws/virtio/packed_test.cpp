@@ -163,7 +163,7 @@ TEST(Packed, StagedUsedIsInvisibleUntilFlushedOrFourCacheLinesAreFull) {
     }
   };
   stage(15);
-  // The later descriptors are written, the first's flags are not: the driver sees nothing.
+  // Nothing is written to the ring before the batch is published: the driver sees nothing.
   EXPECT_EQ(p.drv.reclaim(cookies, lens, 32), 0);
   stage(1);  // slot 15 ends the first 4 cache lines of descriptors: published without a flush
   EXPECT_EQ(p.drv.reclaim(cookies, lens, 32), 16);
@@ -195,6 +195,106 @@ TEST(Packed, StagedUsedBatchesCrossTheRingEnd) {
     p.dev.flush_used();  // nothing staged: no effect
   }
   EXPECT_FALSE(p.drv_health.broken());
+}
+
+TEST(Packed, PopBatchTakesCacheLinesOfOneDescriptorChainsAcrossTheRingEnd) {
+  for (const std::uint32_t size : {12u, 14u}) {  // a whole number of cache lines, and not
+    PackedPair p(size);
+    PackedDevice<>::Single b[PackedDevice<>::batch];
+    PackedDevice<>::ChainT c;
+    std::uint32_t cookies[16], lens[16];
+    std::uint32_t batches = 0, singles = 0;
+    for (std::uint32_t lap = 0; lap < 20; ++lap) {
+      for (std::uint32_t i = 0; i < 8; ++i) {
+        const Buffer buf{p.buf(100 * i), 60 + i, false};
+        ASSERT_TRUE(p.drv.post(&buf, 1, 100 * lap + i));
+      }
+      std::uint32_t taken = 0;
+      while (taken < 8) {
+        if (p.dev.pop_batch<false>(b, 12, 1500)) {
+          for (std::uint32_t k = 0; k < PackedDevice<>::batch; ++k) {
+            const std::uint32_t i = taken + k;
+            EXPECT_EQ(b[k].host, p.bufs + 100 * i) << size << "/" << lap;
+            EXPECT_EQ(b[k].len, 60 + i);
+            p.dev.stage_used(b[k].id, 0, 1);
+          }
+          taken += PackedDevice<>::batch;
+          ++batches;
+        } else {
+          // Not at a cache line's start, or the line crosses the ring's end: one at a time.
+          ASSERT_EQ(p.dev.pop(c), Pop::chain) << size << "/" << lap;
+          p.dev.stage_used(c.id, 0, c.ring_descs);
+          ++taken;
+          ++singles;
+        }
+      }
+      p.dev.flush_used();
+      ASSERT_EQ(p.drv.reclaim(cookies, lens, 16), 8);
+      for (std::uint32_t i = 0; i < 8; ++i) EXPECT_EQ(cookies[i], 100 * lap + i);
+    }
+    EXPECT_GT(batches, 20u) << size;
+    if (size == 12) {
+      EXPECT_EQ(singles, 0u);
+    }
+    EXPECT_FALSE(p.dev_health.broken());
+    EXPECT_FALSE(p.drv_health.broken());
+  }
+}
+
+// pop_batch takes nothing unless the whole line is plain; pop() then walks it and refuses what
+// is hostile.
+TEST(Packed, PopBatchLeavesAnyUnusualLineToPop) {
+  PackedDevice<>::Single b[PackedDevice<>::batch];
+  PackedDevice<>::ChainT c;
+  struct Case {
+    const char* what;
+    std::function<void(PackedPair&)> line;  // writes descriptors 0..3
+    Pop then;                               // what pop() makes of descriptor 0
+  };
+  auto plain = [](PackedPair& p, std::uint16_t i) { p.set(i, p.buf(64 * i), 64, i, 0); };
+  const Case cases[] = {
+      {"three available", [&](PackedPair& p) { for (std::uint16_t i = 0; i < 3; ++i) plain(p, i); }, Pop::chain},
+      {"a two-descriptor chain",
+       [&](PackedPair& p) {
+         plain(p, 0);
+         p.set(1, p.buf(64), 64, 1, NX);
+         plain(p, 2);
+         plain(p, 3);
+       },
+       Pop::chain},
+      {"an indirect table", [&](PackedPair& p) { plain(p, 0); plain(p, 1); plain(p, 2); p.set(3, p.buf(0), 16, 3, IND); },
+       Pop::chain},
+      {"a writable buffer", [&](PackedPair& p) { plain(p, 0); plain(p, 1); p.set(2, p.buf(0), 64, 2, WR); plain(p, 3); },
+       Pop::chain},
+      {"a length below min", [&](PackedPair& p) { plain(p, 0); plain(p, 1); plain(p, 2); p.set(3, p.buf(0), 8, 3, 0); },
+       Pop::chain},
+      {"an address outside guest memory",
+       [&](PackedPair& p) {
+         p.set(0, 0xdead00000000ull, 64, 0, 0);
+         for (std::uint16_t i = 1; i < 4; ++i) plain(p, i);
+       },
+       Pop::broken},
+      {"an id beyond the ring",
+       [&](PackedPair& p) {
+         for (std::uint16_t i = 0; i < 3; ++i) plain(p, i);
+         p.set(3, p.buf(0), 64, 999, 0);
+       },
+       Pop::chain},
+  };
+  for (const Case& k : cases) {
+    PackedPair p(64);
+    k.line(p);
+    EXPECT_FALSE(p.dev.pop_batch<false>(b, 12, 1500)) << k.what;
+    EXPECT_EQ(p.dev.pop(c), k.then) << k.what << ": the batch took nothing";
+    EXPECT_FALSE(p.dev.pop_batch<false>(b, 12, 1500)) << k.what << ": not at a line's start";
+  }
+  PackedPair p(64);
+  for (std::uint16_t i = 0; i < 4; ++i) plain(p, i);
+  EXPECT_FALSE(p.dev.pop_batch<true>(b, 12, 1500)) << "readable buffers where writable ones are wanted";
+  EXPECT_FALSE(p.dev.pop_batch<false>(b, 12, 63)) << "a length above max";
+  ASSERT_TRUE(p.dev.pop_batch<false>(b, 12, 64));
+  EXPECT_EQ(b[3].id, 3);
+  EXPECT_EQ(p.dev.pop(c), Pop::empty);
 }
 
 TEST(Packed, IndirectTableAndGetVringBase) {

@@ -96,6 +96,15 @@ class SplitDevice {
     return Pop::chain;
   }
 
+  // Hot-path hint, as PackedDevice::peek_buffer: the buffer of the chain `ahead` places past the
+  // next one, among those the last avail->idx read announced; nullptr otherwise.
+  const std::byte* peek_buffer(std::uint16_t ahead) const noexcept {
+    if (ahead >= static_cast<std::uint16_t>(shadow_avail_ - last_avail_)) return nullptr;
+    const std::uint16_t head = detail::load_once(&ring_.avail_ring()[(last_avail_ + ahead) & mask_]);
+    if (head >= ring_.size) return nullptr;
+    return mem_->translate(detail::load_once(&ring_.desc[head].addr), 0);
+  }
+
   // Gives back the last `chains` popped chains (not yet pushed used): they will pop again.
   void unpop(std::uint16_t chains) noexcept { last_avail_ = static_cast<std::uint16_t>(last_avail_ - chains); }
 

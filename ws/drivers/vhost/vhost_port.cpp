@@ -206,7 +206,6 @@ class VhostPort final : public Port, public virtio::RingListener {
     const bool ol_out = s.offload.any() || tx_offloads_.load(std::memory_order_relaxed) != 0;
     const bool in_order = virtio::has(f, virtio::feature::in_order);
     s.health.reset();
-    s.deferred_descs = 0;
     if (backend_.packed()) {
       s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
                      reinterpret_cast<virtio::EventSuppress*>(v.used)},
@@ -229,7 +228,6 @@ class VhostPort final : public Port, public virtio::RingListener {
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];
     s.stop();
-    if (backend_.packed()) flush_deferred(s);  // the driver gets every chain we took back
     if (s.health.broken())
       log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
           virtio::queue_error_name(s.health.first_error()));

@@ -5,9 +5,10 @@
 //
 // Per burst, not per packet: mbufs are allocated in bulk, used descriptors are staged and made
 // visible by one release store per 16 packed descriptors or 8 split entries (the frontend starts
-// on the first packets while we copy the rest), a packed in-order TX ring gets one used descriptor for the whole
-// burst (virtio 1.2 §2.8.20), and the ring lock is an asymmetric fence (see RingSlot). Small
-// frames are copied inline, never through a libc call.
+// on the first packets while we copy the rest), a packed in-order TX ring gets one used
+// descriptor for the whole burst (virtio 1.2 §2.8.20), and the ring lock is an asymmetric fence
+// (see RingSlot). Small frames are copied inline, never through a libc call; the next frames'
+// buffers are prefetched while one is copied.
 #pragma once
 #include <unistd.h>
 
@@ -53,6 +54,7 @@ class MbufStash {
     return count_;
   }
   Mbuf* take() noexcept { return mbufs_[--count_]; }
+  const Mbuf* top() const noexcept { return mbufs_[count_ - 1]; }  // the next take(); one on hand
   void put_back(Mbuf* m) noexcept { mbufs_[count_++] = m; }  // one take() handed out, reset
   void release() noexcept {
     mbuf_free_bulk(std::span<Mbuf* const>(mbufs_, count_));
@@ -96,12 +98,7 @@ struct alignas(cache_line_bytes) RingSlot {
   virtio::HdrOffloads offload;  // what the frontend takes in our headers (offload variants only)
   virtio::QueueHealth health;
   RingCounters counters;
-  DefaultChain chains[17];  // scratch: up to 17 chains for one mergeable 64 KiB packet
-  // Packed in-order TX ring: chains taken but not yet returned used, the last one's id. As
-  // DPDK's vhost, one used descriptor returns them when they near the ring size (the driver
-  // needs them back only when it runs out; see deferred_slack), or when the ring stops.
-  std::uint32_t deferred_descs = 0;
-  std::uint16_t deferred_id = 0;
+  DefaultChain chains[17];  // scratch: up to 17 chains for one mergeable 64 KiB packet, or a lookahead
 
   // Polling lcore: false when the ring is not running (the burst then does nothing).
   bool enter() noexcept {
@@ -243,24 +240,36 @@ inline bool make_net_hdr(RingSlot& s, Mbuf* m, virtio::NetHdr& hdr) noexcept {
   return true;
 }
 
-// Deferred used descriptors go back when fewer than this many would be left to the driver
-// (DPDK's MAX_PKT_BURST), or fewer than the burst just taken used: the driver always keeps room
-// for another burst like it, also when its packets span several descriptors each (a threshold
-// of 32 descriptors alone, as DPDK's, leaves room for a third of a burst of 3-descriptor
-// chains, and the forwarding engine drops the rest).
-inline constexpr std::uint32_t deferred_slack = 32;
+// A cache line of one-descriptor chains (PackedDevice::pop_batch), the packed fast path.
+using PackedBatch = virtio::PackedDevice<>::Single[virtio::PackedDevice<>::batch];
 
-// Returns the deferred in-order chains of a packed TX ring as one used descriptor naming the
-// last one (§2.8.20). Polling lcore, or the control thread once the ring is stopped.
-inline void flush_deferred(RingSlot& s) noexcept {
-  if (s.deferred_descs == 0) return;
-  s.packed.stage_used(s.deferred_id, 0, static_cast<std::uint16_t>(s.deferred_descs));
-  s.packed.flush_used();
-  s.deferred_descs = 0;
+// Chains a burst takes from the ring before copying the first of them (see dequeue).
+inline constexpr std::uint16_t lookahead = 4;
+
+// Starts loading a chain's first buffer (a 64 B frame and its header span two cache lines).
+inline void prefetch_first_buffer(const DefaultChain& c) noexcept {
+  if (c.segments == 0) [[unlikely]] return;
+  __builtin_prefetch(c.seg[0].host);
+  __builtin_prefetch(c.seg[0].host + 64);
 }
 
-// Frontend TX ring -> mbufs (the port's rx_burst). InOrder (packed only): used descriptors are
-// deferred, see RingSlot::deferred_descs. Offload: see read_net_hdr.
+// Gives back chains[from, to) popped but not handled, in one step.
+template <bool Packed>
+inline void unpop(RingSlot& s, std::uint16_t from, std::uint16_t to) noexcept {
+  if constexpr (Packed) {
+    std::uint32_t descs = 0;
+    for (std::uint16_t i = from; i < to; ++i) descs += s.chains[i].ring_descs;
+    s.packed.unpop(descs);
+  } else {
+    s.split.unpop(static_cast<std::uint16_t>(to - from));
+  }
+}
+
+// Frontend TX ring -> mbufs (the port's rx_burst). InOrder (packed only): one used descriptor,
+// naming the burst's last chain, returns every chain the burst took (virtio 1.2 §2.8.20), at the
+// end of the burst as DPDK's vhost does. Never later: a driver may keep fewer chains outstanding
+// than its ring holds (dpdk-testpmd posts 512 on a 1024-descriptor ring) and waits for these.
+// Offload: see read_net_hdr.
 template <bool Packed, bool InOrder, bool Offload>
 std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, Mbuf** pkts,
                       std::uint16_t n) noexcept {
@@ -272,60 +281,111 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
     counters.nombuf.add(1);
     if (n == 0) return 0;
   }
-  DefaultChain& c = s.chains[0];
   std::uint16_t got = 0, used = 0;
-  std::uint32_t burst_descs = 0;  // InOrder: descriptors this burst deferred
+  std::uint32_t burst_descs = 0;  // InOrder: descriptors of the chains taken
+  std::uint16_t last_id = 0;      // InOrder: the last chain's id
   std::uint64_t bytes = 0;
-  while (got < n) {
-    if (dev.pop(c) != Pop::chain) {
-      // Nothing new: pause before the next poll. Every poll reads the line the driver is
-      // writing its next descriptor into; polling flat out steals it back and forth and slows
-      // the driver down more than it saves us.
-      if (got == 0) cpu_pause();
-      break;
-    }
-    Mbuf* m = stash.take();
-    virtio::NetHdr hdr;
-    Copied r;
-    const std::uint32_t frame = c.readable_bytes - virtio::net_hdr_bytes;  // wraps when too short: checked
-    if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
-      // The common case: header and frame in one buffer that fits one mbuf, copied inline.
-      __builtin_memcpy(&hdr, c.seg[0].host, sizeof hdr);
-      copy_bytes(m->data(), c.seg[0].host + virtio::net_hdr_bytes, frame);
-      m->data_len = static_cast<std::uint16_t>(frame);
-      m->pkt_len = frame;
-      r = Copied::ok;
-    } else {
-      r = copy_from_chain(c, m, stash.pool(), hdr);
-    }
-    if (r == Copied::nombuf) [[unlikely]] {
-      stash.put_back(m);
-      if constexpr (Packed) dev.unpop(c.ring_descs); else dev.unpop(1);
-      counters.nombuf.add(1);
-      break;
-    }
-    if constexpr (InOrder) {
-      s.deferred_descs += c.ring_descs;
-      s.deferred_id = c.id;
-      burst_descs += c.ring_descs;
-    } else {
-      stage_used<Packed>(s, c, 0);
-      ++used;
-    }
-    if (r == Copied::ok && read_net_hdr<Offload>(hdr, m)) [[likely]] {
+  // Hands over packet `m` (ok: its chain was sound and copied), or counts it and puts `m` back.
+  auto deliver = [&](Mbuf* m, const virtio::NetHdr& hdr, bool ok) {
+    if (ok && read_net_hdr<Offload>(hdr, m)) [[likely]] {
       bytes += m->pkt_len;
       pkts[got++] = m;
-      continue;
+      return;
     }
     s.counters.bad_packet.add(1);  // the chain goes back used; `m` goes back to the stash
     counters.errors.add(1);
     mbuf_free(m->next);
     m->reset();
     stash.put_back(m);
+  };
+  // The chain goes back used (in order: with the burst's one used descriptor).
+  auto retire = [&](std::uint16_t id, std::uint16_t ring_descs) {
+    if constexpr (InOrder) {
+      burst_descs += ring_descs;
+      last_id = id;
+    } else {
+      if constexpr (Packed) dev.stage_used(id, 0, ring_descs); else dev.stage_used(id, 0);
+      ++used;
+    }
+  };
+  bool more = true;
+  while (more && got < n) {
+    if constexpr (Packed) {
+      // The fast path: a cache line of one-descriptor chains, each a header and a frame that fits
+      // a fresh mbuf, taken at once (PackedDevice::pop_batch).
+      constexpr std::uint16_t batch = virtio::PackedDevice<>::batch;
+      PackedBatch b;
+      if (n - got >= batch &&
+          dev.template pop_batch<false>(b, virtio::net_hdr_bytes, virtio::net_hdr_bytes + stash.top()->tailroom())) {
+        for (const auto& d : b) {
+          __builtin_prefetch(d.host);
+          __builtin_prefetch(d.host + 64);
+        }
+        for (const auto& d : b) {
+          Mbuf* m = stash.take();
+          virtio::NetHdr hdr;
+          const std::uint32_t frame = d.len - virtio::net_hdr_bytes;
+          __builtin_memcpy(&hdr, d.host, sizeof hdr);
+          copy_bytes(m->data(), d.host + virtio::net_hdr_bytes, frame);
+          m->data_len = static_cast<std::uint16_t>(frame);
+          m->pkt_len = frame;
+          retire(d.id, 1);
+          deliver(m, hdr, true);
+        }
+        continue;
+      }
+    }
+    // One chain at a time, up to `lookahead` taken before the first is copied, their first
+    // buffers prefetched: the frontend wrote them on its core, so each is a cache miss, and the
+    // misses of several packets overlap instead of each stalling its own copy. A packed ring
+    // stops at a cache line's start, where the fast path can take over.
+    const std::uint16_t want = n - got < lookahead ? static_cast<std::uint16_t>(n - got) : lookahead;
+    std::uint16_t k = 0;
+    while (k < want) {
+      if (dev.pop(s.chains[k]) != Pop::chain) {
+        // Nothing new (or the ring broke): pause before the next poll. Every poll reads the
+        // line the driver is writing its next descriptor into; polling flat out steals it back
+        // and forth and slows the driver down more than it saves us.
+        if (k == 0 && got == 0) cpu_pause();
+        more = false;
+        break;
+      }
+      prefetch_first_buffer(s.chains[k++]);
+      if constexpr (Packed) {
+        if (dev.at_batch_start()) break;
+      }
+    }
+    for (std::uint16_t j = 0; j < k; ++j) {
+      const DefaultChain& c = s.chains[j];
+      Mbuf* m = stash.take();
+      virtio::NetHdr hdr;
+      Copied r;
+      const std::uint32_t frame = c.readable_bytes - virtio::net_hdr_bytes;  // wraps when too short: checked
+      if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
+        // Header and frame in one buffer that fits one mbuf, copied inline.
+        __builtin_memcpy(&hdr, c.seg[0].host, sizeof hdr);
+        copy_bytes(m->data(), c.seg[0].host + virtio::net_hdr_bytes, frame);
+        m->data_len = static_cast<std::uint16_t>(frame);
+        m->pkt_len = frame;
+        r = Copied::ok;
+      } else {
+        r = copy_from_chain(c, m, stash.pool(), hdr);
+      }
+      if (r == Copied::nombuf) [[unlikely]] {
+        stash.put_back(m);
+        unpop<Packed>(s, j, k);  // this chain and the ones taken after it go back
+        counters.nombuf.add(1);
+        more = false;
+        break;
+      }
+      retire(c.id, c.ring_descs);
+      deliver(m, hdr, r == Copied::ok);
+    }
   }
   if constexpr (InOrder) {
-    if (s.deferred_descs + (burst_descs > deferred_slack ? burst_descs : deferred_slack) >= dev.size()) {
-      flush_deferred(s);
+    if (burst_descs > 0) {
+      dev.stage_used(last_id, 0, static_cast<std::uint16_t>(burst_descs));
+      dev.flush_used();
       if (dev.needs_notify()) s.notify();
     }
   } else if (used > 0) {
@@ -335,6 +395,17 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
   counters.packets.add(got);
   counters.bytes.add(bytes);
   return got;
+}
+
+// Starts taking ownership of the frontend RX buffer `ahead` chains past the next one (its header
+// and first frame line): the frontend's core touched it last, and without this every packet's
+// copy waits for its own lines in turn.
+template <bool Packed>
+inline void prefetch_rx_buffer(RingSlot& s, std::uint16_t ahead) noexcept {
+  if (const std::byte* p = engine<Packed>(s).peek_buffer(ahead)) {
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(p + 64, 1);
+  }
 }
 
 // Copies `hdr` then `m` into the writable segments of chains[0..k).
@@ -374,6 +445,95 @@ inline void copy_to_chains(RingSlot& s, std::uint16_t k, const virtio::NetHdr& h
   }
 }
 
+// What enqueue_one() did with a packet.
+enum class Step : std::uint8_t { sent, dropped, stop };
+
+// One packet into the frontend RX ring: one buffer, or several with MRG_RXBUF. `used` counts the
+// used entries staged. dropped: `m` was freed (counted); stop: the ring ran dry (or broke) and
+// `m` stays with the caller.
+template <bool Packed, bool Mergeable, bool Offload>
+inline Step enqueue_one(RingSlot& s, TxQueueCounters& counters, Mbuf* m, std::uint16_t& used,
+                        std::uint64_t& bytes) noexcept {
+  auto& dev = engine<Packed>(s);
+  constexpr std::uint16_t max_chains = Mergeable ? 17 : 1;
+  virtio::NetHdr hdr;
+  if (!make_net_hdr<Offload>(s, m, hdr)) [[unlikely]] {
+    counters.errors.add(1);  // a request the frontend cannot take (TSO without GUEST_TSO)
+    mbuf_free(m);
+    return Step::dropped;
+  }
+  const std::uint64_t need = std::uint64_t{m->pkt_len} + virtio::net_hdr_bytes;
+  DefaultChain& first = s.chains[0];
+  if (dev.pop(first) != Pop::chain) return Step::stop;
+  prefetch_rx_buffer<Packed>(s, lookahead - 2);
+  // The common case: one mbuf into one writable buffer that holds it.
+  if (m->nb_segs == 1 && first.segments == first.readable + 1 && first.writable_bytes >= need) [[likely]] {
+    std::byte* dst = first.seg[first.readable].host;
+    hdr.num_buffers = 1;
+    copy_bytes(dst, &hdr, virtio::net_hdr_bytes);
+    copy_bytes(dst + virtio::net_hdr_bytes, m->data(), m->data_len);
+    stage_used<Packed>(s, first, static_cast<std::uint32_t>(need));
+    ++used;
+    bytes += m->pkt_len;
+    return Step::sent;
+  }
+  std::uint64_t room = first.writable_bytes;
+  std::uint16_t k = 1;
+  std::uint32_t descs = first.ring_descs;
+  while (room < need && k < max_chains) {
+    if (dev.pop(s.chains[k]) != Pop::chain) break;
+    room += s.chains[k].writable_bytes;
+    descs += s.chains[k].ring_descs;
+    ++k;
+  }
+  if (room < need) {
+    if constexpr (Packed) dev.unpop(descs); else dev.unpop(k);
+    if (k == max_chains || !Mergeable) [[unlikely]] {
+      // The buffers offered are too small for this packet: drop it, keep the buffers.
+      s.counters.too_small.add(1);
+      counters.errors.add(1);
+      mbuf_free(m);
+      return Step::dropped;
+    }
+    return Step::stop;  // ring ran dry (or broke) mid-packet
+  }
+  std::uint32_t written[17];
+  hdr.num_buffers = k;
+  copy_to_chains(s, k, hdr, m, written);
+  for (std::uint16_t i = 0; i < k; ++i) stage_used<Packed>(s, s.chains[i], written[i]);
+  used = static_cast<std::uint16_t>(used + k);
+  bytes += m->pkt_len;
+  return Step::sent;
+}
+
+// The packed fast path: a batch of single-segment packets into a cache line of single writable
+// descriptors that hold them. False, taking nothing, when the packets or the descriptors do not
+// fit it (enqueue_one() then takes them one by one).
+template <bool Offload>
+inline bool enqueue_batch(RingSlot& s, Mbuf* const* pkts, std::uint64_t& bytes) noexcept {
+  constexpr std::uint16_t batch = virtio::PackedDevice<>::batch;
+  virtio::NetHdr hdr[batch];
+  std::uint32_t need_max = 0;
+  for (std::uint16_t k = 0; k < batch; ++k) {
+    const Mbuf* m = pkts[k];
+    if (m->nb_segs != 1 || !make_net_hdr<Offload>(s, pkts[k], hdr[k])) [[unlikely]] return false;
+    const std::uint32_t need = m->pkt_len + virtio::net_hdr_bytes;
+    if (need > need_max) need_max = need;
+  }
+  PackedBatch b;
+  if (!s.packed.pop_batch<true>(b, need_max, ~std::uint32_t{0})) return false;
+  for (std::uint16_t ahead = 0; ahead < batch; ++ahead) prefetch_rx_buffer<true>(s, ahead);  // the next line's
+  for (std::uint16_t k = 0; k < batch; ++k) {
+    const Mbuf* m = pkts[k];
+    hdr[k].num_buffers = 1;
+    copy_bytes(b[k].host, &hdr[k], virtio::net_hdr_bytes);
+    copy_bytes(b[k].host + virtio::net_hdr_bytes, m->data(), m->data_len);
+    s.packed.stage_used(b[k].id, m->pkt_len + virtio::net_hdr_bytes, 1);
+    bytes += m->pkt_len;
+  }
+  return true;
+}
+
 // mbufs -> frontend RX ring (the port's tx_burst). The mbufs are freed: the data was copied.
 // Offload: see make_net_hdr.
 template <bool Packed, bool Mergeable, bool Offload>
@@ -381,57 +541,20 @@ std::uint16_t enqueue(RingSlot& s, TxQueueCounters& counters, Mbuf** pkts, std::
   auto& dev = engine<Packed>(s);
   std::uint16_t sent = 0, used = 0;
   std::uint64_t bytes = 0;
-  constexpr std::uint16_t max_chains = Mergeable ? 17 : 1;
-  for (; sent < n; ++sent) {
-    Mbuf* m = pkts[sent];
-    virtio::NetHdr hdr;
-    if (!make_net_hdr<Offload>(s, m, hdr)) [[unlikely]] {
-      counters.errors.add(1);  // a request the frontend cannot take (TSO without GUEST_TSO)
-      mbuf_free(m);
-      pkts[sent] = nullptr;
-      continue;
-    }
-    const std::uint64_t need = std::uint64_t{m->pkt_len} + virtio::net_hdr_bytes;
-    DefaultChain& first = s.chains[0];
-    if (dev.pop(first) != Pop::chain) break;  // ring empty (or broken): the rest stays with the caller
-    // The common case: one mbuf into one writable buffer that holds it.
-    if (m->nb_segs == 1 && first.segments == first.readable + 1 && first.writable_bytes >= need) [[likely]] {
-      std::byte* dst = first.seg[first.readable].host;
-      hdr.num_buffers = 1;
-      copy_bytes(dst, &hdr, virtio::net_hdr_bytes);
-      copy_bytes(dst + virtio::net_hdr_bytes, m->data(), m->data_len);
-      stage_used<Packed>(s, first, static_cast<std::uint32_t>(need));
-      ++used;
-      bytes += m->pkt_len;
-      continue;
-    }
-    std::uint64_t room = first.writable_bytes;
-    std::uint16_t k = 1;
-    std::uint32_t descs = first.ring_descs;
-    while (room < need && k < max_chains) {
-      if (dev.pop(s.chains[k]) != Pop::chain) break;
-      room += s.chains[k].writable_bytes;
-      descs += s.chains[k].ring_descs;
-      ++k;
-    }
-    if (room < need) {
-      if constexpr (Packed) dev.unpop(descs); else dev.unpop(k);
-      if (k == max_chains || !Mergeable) [[unlikely]] {
-        // The buffers offered are too small for this packet: drop it, keep the buffers.
-        s.counters.too_small.add(1);
-        counters.errors.add(1);
-        mbuf_free(pkts[sent]);
-        pkts[sent] = nullptr;
+  for (std::uint16_t ahead = 0; ahead < lookahead; ++ahead) prefetch_rx_buffer<Packed>(s, ahead);
+  while (sent < n) {
+    if constexpr (Packed) {
+      constexpr std::uint16_t batch = virtio::PackedDevice<>::batch;
+      if (n - sent >= batch && dev.at_batch_start() && enqueue_batch<Offload>(s, pkts + sent, bytes)) {
+        sent = static_cast<std::uint16_t>(sent + batch);
+        used = static_cast<std::uint16_t>(used + batch);
         continue;
       }
-      break;  // ring ran dry (or broke) mid-packet: the rest stays with the caller
     }
-    std::uint32_t written[17];
-    hdr.num_buffers = k;
-    copy_to_chains(s, k, hdr, m, written);
-    for (std::uint16_t i = 0; i < k; ++i) stage_used<Packed>(s, s.chains[i], written[i]);
-    used = static_cast<std::uint16_t>(used + k);
-    bytes += m->pkt_len;
+    const Step step = enqueue_one<Packed, Mergeable, Offload>(s, counters, pkts[sent], used, bytes);
+    if (step == Step::stop) break;
+    if (step == Step::dropped) pkts[sent] = nullptr;
+    ++sent;
   }
   if (used > 0) {
     dev.flush_used();
