@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -243,6 +245,34 @@ inline bool make_net_hdr(RingSlot& s, Mbuf* m, virtio::NetHdr& hdr) noexcept {
 // A cache line of one-descriptor chains (PackedDevice::pop_batch), the packed fast path.
 using PackedBatch = virtio::PackedDevice<>::Single[virtio::PackedDevice<>::batch];
 
+// TX step "write the header": `hdr` (from make_net_hdr) with `num_buffers` into the frontend's
+// buffer. Without offloads it is all zero but num_buffers, stored from registers. Copying the
+// header just built on the stack with wider loads than the stores that built it defeats store
+// forwarding: the load then waits until those stores reach the cache, behind every copy into the
+// frontend's lines before it. That cost 60 busy cycles per packet with DPDK's virtio_user (the
+// enqueue loop 98 -> 35, bench/vhost_pairs ours-vhost); the offload form copies field by field.
+template <bool Offload>
+inline void write_net_hdr(std::byte* dst, virtio::NetHdr& hdr, std::uint16_t num_buffers) noexcept {
+  static_assert(std::endian::native == std::endian::little, "virtio 1.x headers are little-endian");
+  if constexpr (Offload) {
+    hdr.num_buffers = num_buffers;
+    auto put = [&](std::size_t at, const auto& field) { __builtin_memcpy(dst + at, &field, sizeof field); };
+    put(offsetof(virtio::NetHdr, flags), hdr.flags);
+    put(offsetof(virtio::NetHdr, gso_type), hdr.gso_type);
+    put(offsetof(virtio::NetHdr, hdr_len), hdr.hdr_len);
+    put(offsetof(virtio::NetHdr, gso_size), hdr.gso_size);
+    put(offsetof(virtio::NetHdr, csum_start), hdr.csum_start);
+    put(offsetof(virtio::NetHdr, csum_offset), hdr.csum_offset);
+    put(offsetof(virtio::NetHdr, num_buffers), hdr.num_buffers);
+  } else {
+    (void)hdr;
+    const std::uint64_t head = 0;                              // flags .. csum_start
+    const std::uint32_t tail = std::uint32_t{num_buffers} << 16;  // csum_offset 0, num_buffers
+    __builtin_memcpy(dst, &head, sizeof head);
+    __builtin_memcpy(dst + sizeof head, &tail, sizeof tail);
+  }
+}
+
 // Chains a burst takes from the ring before copying the first of them (see dequeue).
 inline constexpr std::uint16_t lookahead = 4;
 
@@ -469,8 +499,7 @@ inline Step enqueue_one(RingSlot& s, TxQueueCounters& counters, Mbuf* m, std::ui
   // The common case: one mbuf into one writable buffer that holds it.
   if (m->nb_segs == 1 && first.segments == first.readable + 1 && first.writable_bytes >= need) [[likely]] {
     std::byte* dst = first.seg[first.readable].host;
-    hdr.num_buffers = 1;
-    copy_bytes(dst, &hdr, virtio::net_hdr_bytes);
+    write_net_hdr<Offload>(dst, hdr, 1);
     copy_bytes(dst + virtio::net_hdr_bytes, m->data(), m->data_len);
     stage_used<Packed>(s, first, static_cast<std::uint32_t>(need));
     ++used;
@@ -525,8 +554,7 @@ inline bool enqueue_batch(RingSlot& s, Mbuf* const* pkts, std::uint64_t& bytes) 
   for (std::uint16_t ahead = 0; ahead < batch; ++ahead) prefetch_rx_buffer<true>(s, ahead);  // the next line's
   for (std::uint16_t k = 0; k < batch; ++k) {
     const Mbuf* m = pkts[k];
-    hdr[k].num_buffers = 1;
-    copy_bytes(b[k].host, &hdr[k], virtio::net_hdr_bytes);
+    write_net_hdr<Offload>(b[k].host, hdr[k], 1);
     copy_bytes(b[k].host + virtio::net_hdr_bytes, m->data(), m->data_len);
     s.packed.stage_used(b[k].id, m->pkt_len + virtio::net_hdr_bytes, 1);
     bytes += m->pkt_len;
