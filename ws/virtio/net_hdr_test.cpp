@@ -1,7 +1,12 @@
-// check_net_hdr: header fields a peer controls are checked against the packet behind them.
+// check_net_hdr: header fields a peer controls are checked against the packet behind them;
+// store_net_hdr / store_plain_net_hdr write the header's wire layout.
 #include "ws/virtio/net_hdr.hpp"
 
 #include <gtest/gtest.h>
+
+#include <array>
+#include <cstddef>
+#include <cstring>
 
 namespace ws::virtio {
 namespace {
@@ -27,6 +32,31 @@ TEST(NetHdr, ChecksFieldsAgainstThePacket) {
   EXPECT_EQ(check_net_hdr(h, 1500), NetHdrCheck::hdr_len_beyond_packet);
   h.gso_type = 9;
   EXPECT_EQ(check_net_hdr(h, 1500), NetHdrCheck::bad_gso_type);
+}
+
+TEST(NetHdr, StoresWriteTheWireLayoutAndNothingAround) {
+  NetHdr h{};
+  h.flags = NetHdr::f_needs_csum;
+  h.gso_type = NetHdr::gso_tcpv6;
+  h.hdr_len = 0x0102;
+  h.gso_size = 0x0304;
+  h.csum_start = 0x0506;
+  h.csum_offset = 0x0708;
+  h.num_buffers = 0x090a;
+  std::array<std::byte, 16> buf;
+  buf.fill(std::byte{0xee});
+  store_net_hdr(buf.data() + 2, h);
+  EXPECT_EQ(std::memcmp(buf.data() + 2, &h, sizeof h), 0);
+  EXPECT_EQ(buf[1], std::byte{0xee});
+  EXPECT_EQ(buf[14], std::byte{0xee});
+
+  buf.fill(std::byte{0xee});
+  store_plain_net_hdr(buf.data() + 2, 3);
+  NetHdr plain{};
+  plain.num_buffers = 3;
+  EXPECT_EQ(std::memcmp(buf.data() + 2, &plain, sizeof plain), 0);
+  EXPECT_EQ(buf[1], std::byte{0xee});
+  EXPECT_EQ(buf[14], std::byte{0xee});
 }
 
 }  // namespace

@@ -267,11 +267,11 @@ struct VirtioTx final : TxCommon {
           mbuf_free(m);
           continue;
         }
-        if (push) std::memcpy(m->data() - virtio::net_hdr_bytes, &hdr, sizeof hdr);
+        if (push) virtio::store_net_hdr(reinterpret_cast<std::byte*>(m->data() - virtio::net_hdr_bytes), hdr);
       }
       if (push) {
         std::uint8_t* h = m->data() - virtio::net_hdr_bytes;
-        if constexpr (!Offload) std::memset(h, 0, virtio::net_hdr_bytes);
+        if constexpr (!Offload) virtio::store_plain_net_hdr(reinterpret_cast<std::byte*>(h), 0);
         b[cnt++] = {iova(h), static_cast<std::uint32_t>(m->data_len + virtio::net_hdr_bytes), false};
       } else {
         b[cnt++] = {zero_hdr, virtio::net_hdr_bytes, false};
