@@ -343,10 +343,8 @@ class PackedDriver {
     health_ = health;
     in_order_ = in_order;
     event_idx_ = event_idx;
-    chain_len_.assign(ring.size, 0);
-    cookie_.assign(ring.size, Cookie{});
-    next_id_.assign(ring.size, 0);
-    for (std::uint32_t i = 0; i < ring.size; ++i) next_id_[i] = static_cast<std::uint16_t>(i + 1);
+    ids_.assign(ring.size, IdSlot{});
+    for (std::uint32_t i = 0; i < ring.size; ++i) ids_[i].next_id = static_cast<std::uint16_t>(i + 1);
     free_id_ = 0;
     free_ = ring.size;
     outstanding_ = 0;
@@ -363,7 +361,7 @@ class PackedDriver {
     if (n == 0 || n > free_) return false;
     // In order: the id is the head's position, so the device's batch answers map to positions.
     const std::uint16_t id = in_order_ ? avail_ : free_id_;
-    if (!in_order_) free_id_ = next_id_[id];
+    if (!in_order_) free_id_ = ids_[id].next_id;
     const std::uint16_t head = avail_;
     const auto head_flags = static_cast<std::uint16_t>(
         (bufs[0].device_writes ? desc_flag::write : 0) | (n > 1 ? desc_flag::next : 0) | avail_bits());
@@ -383,8 +381,8 @@ class PackedDriver {
     // release: the chain's other descriptors before the head's flags. Pairs with the device's acquire.
     __atomic_store_n(&ring_.desc[head].flags, head_flags, __ATOMIC_RELEASE);
     free_ -= n;
-    chain_len_[id] = n;
-    cookie_[id] = cookie;
+    ids_[id].chain_len = n;
+    ids_[id].cookie = cookie;
     ++outstanding_;
     return true;
   }
@@ -418,7 +416,7 @@ class PackedDriver {
         if (!packed_used(flags, used_wrap_)) break;
         const std::uint16_t id = detail::load_once(&p->id);
         const std::uint32_t len = detail::load_once(&p->len);
-        if (id >= ring_.size || chain_len_[id] == 0) [[unlikely]] {
+        if (id >= ring_.size || ids_[id].chain_len == 0) [[unlikely]] {
           health_->report(QueueError::used_bad_id);
           break;
         }
@@ -432,7 +430,7 @@ class PackedDriver {
       // Outstanding chains sit contiguously from used_ (ids are positions), so `batch_id_` is
       // reached; a batch cut by `max` resumes here on the next call without rereading the ring.
       const std::uint16_t cur = used_;
-      if (chain_len_[cur] == 0) [[unlikely]] {
+      if (ids_[cur].chain_len == 0) [[unlikely]] {
         health_->report(QueueError::used_bad_id);
         batch_id_ = -1;
         break;
@@ -450,9 +448,9 @@ class PackedDriver {
   template <class F>
   void drain(F&& f) {
     for (std::uint32_t i = 0; i < ring_.size; ++i)
-      if (chain_len_[i] != 0) {
-        f(cookie_[i]);
-        chain_len_[i] = 0;
+      if (ids_[i].chain_len != 0) {
+        f(ids_[i].cookie);
+        ids_[i].chain_len = 0;
       }
     outstanding_ = 0;
   }
@@ -463,14 +461,15 @@ class PackedDriver {
   }
   std::uint16_t take(std::uint16_t id, std::uint32_t len, Cookie* cookies, std::uint32_t* lens,
                      std::uint16_t done) noexcept {
-    const std::uint16_t n = chain_len_[id];
-    cookies[done] = cookie_[id];
+    IdSlot& slot = ids_[id];
+    const std::uint16_t n = slot.chain_len;
+    cookies[done] = slot.cookie;
     if (lens != nullptr) lens[done] = len;
-    chain_len_[id] = 0;
+    slot.chain_len = 0;
     free_ += n;
     --outstanding_;
     if (!in_order_) {
-      next_id_[id] = free_id_;
+      slot.next_id = free_id_;
       free_id_ = id;
     }
     used_ = static_cast<std::uint16_t>(used_ + n);
@@ -483,9 +482,13 @@ class PackedDriver {
 
   PackedRing ring_{};
   QueueHealth* health_ = nullptr;
-  std::vector<std::uint16_t> chain_len_;  // by id; 0 = not outstanding
-  std::vector<Cookie> cookie_;
-  std::vector<std::uint16_t> next_id_;    // free id list (out of order)
+  // What the driver keeps per buffer id, together: a completion touches one line, not three.
+  struct IdSlot {
+    Cookie cookie{};
+    std::uint16_t chain_len = 0;  // 0 = not outstanding
+    std::uint16_t next_id = 0;    // free id list (out of order)
+  };
+  std::vector<IdSlot> ids_;
   std::uint16_t free_id_ = 0;
   std::uint32_t free_ = 0;
   std::uint32_t outstanding_ = 0;
