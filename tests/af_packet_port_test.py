@@ -6,33 +6,25 @@ pairs, and device strings that must be refused with a clear error.
 
 usage: af_packet_port_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns  # noqa: E402
+import testpmd_harness  # noqa: E402
 
-BINARY = None
-CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
-                 "terminate called", "Aborted"]
-
+BINARY = None  # set from --binary by testpmd_harness.main
 
 class AfPacketCase(unittest.TestCase):
     def setUp(self):
-        netns.require_root(self)
-        if not {0, 1} <= os.sched_getaffinity(0):
-            self.skipTest("needs CPUs 0 and 1 (the runs use -l 0-1)")
-        self.tmp = tempfile.TemporaryDirectory(prefix="ws-afp-")
-        self.addCleanup(self.tmp.cleanup)
-        self.net = netns.Netns("ap")
-        self.addCleanup(self.net.delete)
+        self.net = netns.for_test(self, "ap")
+        testpmd_harness.need_cpus_0_1(self)
+        self.tmp = testpmd_harness.temp_dir(self, "ws-afp-")
         self.procs = []
         self.addCleanup(self.kill_procs)
         self.count = 0
@@ -60,8 +52,7 @@ class AfPacketCase(unittest.TestCase):
         out, err = p.communicate(timeout=timeout)
         where = "command: {}\nexit: {}\nstdout:\n{}\nstderr:\n{}".format(" ".join(p.ws_args), p.returncode,
                                                                           out[-3000:], err[-3000:])
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, out + err, where)
+        testpmd_harness.assert_no_crash(self, out + err, where)
         self.assertEqual(p.returncode, 0, where)
         with open(p.ws_summary) as f:
             return json.load(f), where
@@ -147,8 +138,7 @@ class BadDevices(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
         for w in ["net_af_packet0"] + list(words):
             self.assertIn(w, p.stderr, p.stderr)
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, p.stdout + p.stderr)
+        testpmd_harness.assert_no_crash(self, p.stdout + p.stderr)
 
     def test_refused_device_strings(self):
         self.refused("net_af_packet0", "iface", "required")
@@ -160,14 +150,5 @@ class BadDevices(unittest.TestCase):
         self.refused("net_af_packet0,iface=lo,queues=2", "queues")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    global BINARY
-    BINARY = args.binary
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

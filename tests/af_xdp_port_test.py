@@ -6,23 +6,20 @@ the sender's count and the kernel's own per-queue XDP drop counter (ethtool -S).
 
 usage: af_xdp_port_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns  # noqa: E402
+import testpmd_harness  # noqa: E402
 
-BINARY = None
-CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
-                 "terminate called", "Aborted"]
+BINARY = None  # set from --binary by testpmd_harness.main
 
 
 def ethtool_xdp(ns, dev):
@@ -38,18 +35,15 @@ def ethtool_xdp(ns, dev):
 class AfXdpCase(unittest.TestCase):
     def setUp(self):
         netns.require_root(self)
-        if not {0, 1} <= os.sched_getaffinity(0):
-            self.skipTest("needs CPUs 0 and 1")
+        testpmd_harness.need_cpus_0_1(self)
         probe = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", "net_af_xdp0", "--", "--duration", "0.1"],
                                capture_output=True, text=True, timeout=30)
         if "no driver for" in probe.stderr:
             if os.environ.get("CI"):
                 self.fail("net_af_xdp is not built (libxdp-dev, libbpf-dev, clang)")
             self.skipTest("net_af_xdp is not built (libxdp-dev, libbpf-dev, clang)")
-        self.tmp = tempfile.TemporaryDirectory(prefix="ws-xdp-")
-        self.addCleanup(self.tmp.cleanup)
-        self.net = netns.Netns("xd")
-        self.addCleanup(self.net.delete)
+        self.tmp = testpmd_harness.temp_dir(self, "ws-xdp-")
+        self.net = netns.for_test(self, "xd")
         self.procs = []
         self.addCleanup(self.kill_procs)
         self.a, self.b = self.net.ns("a"), self.net.ns("b")
@@ -79,8 +73,7 @@ class AfXdpCase(unittest.TestCase):
     def check(self, p, out, err):
         where = "command: {}\nexit: {}\nstdout:\n{}\nstderr:\n{}".format(" ".join(p.args), p.returncode,
                                                                           out[-3000:], err[-3000:])
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, out + err, where)
+        testpmd_harness.assert_no_crash(self, out + err, where)
         self.assertEqual(p.returncode, 0, where)
         return where
 
@@ -207,14 +200,5 @@ class BadDevices(unittest.TestCase):
                 self.assertIn(w, p.stderr, p.stderr)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    global BINARY
-    BINARY = args.binary
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

@@ -8,7 +8,6 @@ tshark is needed for the capture checks: those tests skip without it, and fail w
 
 usage: net_scenarios_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import os
 import random
@@ -16,13 +15,12 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import unittest
 
-BINARY = None
+import testpmd_harness
+
+BINARY = None  # set from --binary by testpmd_harness.main
 EAL = ["-l", "0-1", "--no-huge"]
-CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
-                 "terminate called", "Aborted"]
 MAC = bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1])
 
 
@@ -108,10 +106,8 @@ def tshark_fields(path, fields):
 
 class NetCase(unittest.TestCase):
     def setUp(self):
-        if not {0, 1} <= os.sched_getaffinity(0):
-            self.skipTest("needs CPUs 0 and 1 (the scenarios use -l 0-1)")
-        self.tmp = tempfile.TemporaryDirectory(prefix="ws-net-")
-        self.addCleanup(self.tmp.cleanup)
+        testpmd_harness.need_cpus_0_1(self)
+        self.tmp = testpmd_harness.temp_dir(self, "ws-net-")
 
     def path(self, name):
         return os.path.join(self.tmp.name, name)
@@ -131,8 +127,7 @@ class NetCase(unittest.TestCase):
         p = subprocess.run(args, input="", capture_output=True, text=True, timeout=timeout)
         desc = "command: {}\nexit: {}\nstdout:\n{}\nstderr:\n{}".format(" ".join(args), p.returncode, p.stdout[-3000:],
                                                                        p.stderr[-3000:])
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, p.stdout + p.stderr, desc)
+        testpmd_harness.assert_no_crash(self, p.stdout + p.stderr, desc)
         self.assertEqual(p.returncode, 0, desc)
         with open(summary) as f:
             s = json.load(f)
@@ -332,14 +327,5 @@ class FiveTupleSwap(NetCase):
         self.assertGreater(s["totals"]["tx_packets"], 0, desc)
 
 
-def main():
-    global BINARY
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

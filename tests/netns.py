@@ -85,3 +85,11 @@ def wait_packet_sockets(ns, count, proc=None, timeout_s=15):
             return True
         time.sleep(0.05)
     return False
+
+
+def for_test(test, tag):
+    """require_root(test), then a Netns("tag") that is deleted when `test` ends."""
+    require_root(test)
+    net = Netns(tag)
+    test.addCleanup(net.delete)
+    return net

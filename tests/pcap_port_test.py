@@ -9,23 +9,20 @@ io forwarding -> tx_pcap, checked by tshark for count and content.
 
 usage: pcap_port_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import os
 import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns  # noqa: E402
+import testpmd_harness  # noqa: E402
 
-BINARY = None
+BINARY = None  # set from --binary by testpmd_harness.main
 EAL = ["-l", "0-1", "--no-huge"]
-CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
-                 "terminate called", "Aborted"]
 
 
 def frames(count):
@@ -88,15 +85,13 @@ def tshark_fields(path, *fields):
 
 class PcapCase(unittest.TestCase):
     def setUp(self):
-        if not {0, 1} <= os.sched_getaffinity(0):
-            self.skipTest("needs CPUs 0 and 1 (the runs use -l 0-1)")
+        testpmd_harness.need_cpus_0_1(self)
         for tool in ("tshark", "editcap", "text2pcap"):
             if shutil.which(tool) is None:
                 if os.environ.get("CI"):
                     self.fail("{} is missing (scripts/install-deps installs tshark)".format(tool))
                 self.skipTest("{} is not installed (scripts/install-deps installs tshark)".format(tool))
-        self.tmp = tempfile.TemporaryDirectory(prefix="ws-pcap-")
-        self.addCleanup(self.tmp.cleanup)
+        self.tmp = testpmd_harness.temp_dir(self, "ws-pcap-")
 
     def path(self, name):
         return os.path.join(self.tmp.name, name)
@@ -112,8 +107,7 @@ class PcapCase(unittest.TestCase):
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         where = "command: {}\nexit: {}\nstdout:\n{}\nstderr:\n{}".format(" ".join(args), p.returncode,
                                                                           p.stdout[-3000:], p.stderr[-3000:])
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, p.stdout + p.stderr, where)
+        testpmd_harness.assert_no_crash(self, p.stdout + p.stderr, where)
         self.assertGreaterEqual(p.returncode, 0, "killed by a signal\n" + where)
         data = None
         if os.path.exists(summary):
@@ -298,8 +292,7 @@ class PhyMac(unittest.TestCase):
     def port_mac(self, ns, vdev):
         p = netns.sh(BINARY, *EAL, "--vdev", vdev, "--", "--duration", "0.2", ns=ns, check=False)
         where = "{}\nexit {}\nstdout:\n{}\nstderr:\n{}".format(vdev, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, p.stdout + p.stderr, where)
+        testpmd_harness.assert_no_crash(self, p.stdout + p.stderr, where)
         return p, where
 
     def test_phy_mac_takes_the_interface_address(self):
@@ -359,14 +352,5 @@ class EndToEndGate(PcapCase):
         self.assertEqual(a, b)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    global BINARY
-    BINARY = args.binary
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

@@ -8,22 +8,18 @@ and options are refused with a clear error.
 
 usage: tap_port_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns  # noqa: E402
+import testpmd_harness  # noqa: E402
 
-BINARY = None
-CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
-                 "terminate called", "Aborted"]
-
+BINARY = None  # set from --binary by testpmd_harness.main
 
 class TapCase(unittest.TestCase):
     """Root, /dev/net/tun, CPUs 0-1, a temp dir, namespaces and one testpmd process per test."""
@@ -34,12 +30,9 @@ class TapCase(unittest.TestCase):
             if os.environ.get("CI"):
                 self.fail("/dev/net/tun is missing (CI is set: kernel-port tests must run)")
             self.skipTest("/dev/net/tun is missing")
-        if not {0, 1} <= os.sched_getaffinity(0):
-            self.skipTest("needs CPUs 0 and 1 (the runs use -l 0-1)")
-        self.tmp = tempfile.TemporaryDirectory(prefix="ws-tap-")
-        self.addCleanup(self.tmp.cleanup)
-        self.net = netns.Netns("tp")
-        self.addCleanup(self.net.delete)
+        testpmd_harness.need_cpus_0_1(self)
+        self.tmp = testpmd_harness.temp_dir(self, "ws-tap-")
+        self.net = netns.for_test(self, "tp")
         self.proc = None
         self.addCleanup(self.kill)
 
@@ -73,8 +66,7 @@ class TapPing(TapCase):
         out, err = self.proc.communicate(timeout=20)
         where = "ping:\n{}{}\ntestpmd exit {}\nstdout:\n{}\nstderr:\n{}".format(
             ping.stdout, ping.stderr, self.proc.returncode, out[-3000:], err[-3000:])
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, out + err, where)
+        testpmd_harness.assert_no_crash(self, out + err, where)
         self.assertEqual(self.proc.returncode, 0, where)
         self.assertEqual(ping.returncode, 0, where)
         self.assertIn("5 received", ping.stdout, where)
@@ -106,8 +98,7 @@ class TapRemoteAndPersist(TapCase):
     def finish(self):
         out, err = self.proc.communicate(timeout=30)
         where = "testpmd exit {}\nstdout:\n{}\nstderr:\n{}".format(self.proc.returncode, out[-3000:], err[-3000:])
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, out + err, where)
+        testpmd_harness.assert_no_crash(self, out + err, where)
         self.assertEqual(self.proc.returncode, 0, where)
         return err, where
 
@@ -156,8 +147,7 @@ class BadDevices(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
         for w in words:
             self.assertIn(w, p.stderr, p.stderr)
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, p.stdout + p.stderr)
+        testpmd_harness.assert_no_crash(self, p.stdout + p.stderr)
 
     def test_refused(self):
         self.refused("net_tap0,mac=02:00:zz:00:00:01", [], "net_tap0", "mac", "02:00:zz:00:00:01")
@@ -168,14 +158,5 @@ class BadDevices(unittest.TestCase):
         self.refused("net_null0", ["--forward-mode=icmpecho", "--icmpecho-ip=99,10.99.5.1"], "--icmpecho-ip")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    global BINARY
-    BINARY = args.binary
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

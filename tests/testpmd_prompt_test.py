@@ -6,36 +6,33 @@ and bad arguments answered with what is accepted, verbose packet dumps).
 
 usage: testpmd_prompt_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import os
 import select
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-BINARY = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testpmd_harness  # noqa: E402
+
+BINARY = None  # set from --binary by testpmd_harness.main
 EAL = ["-l", "0-1", "--no-huge", "--no-telemetry"]
 POOL = ["--total-num-mbufs=8192"]
 NULL2 = ["--vdev", "net_null0", "--vdev", "net_null1"]
 RING2 = ["--vdev", "net_ring0", "--vdev", "net_ring1"]
-CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "terminate called", "Aborted"]
 PROMPT = "testpmd> "
 
 
 class PromptCase(unittest.TestCase):
     def setUp(self):
-        if not {0, 1} <= os.sched_getaffinity(0):
-            self.skipTest("needs CPUs 0 and 1")
-        self.tmp = tempfile.TemporaryDirectory(prefix="ws-prompt-")
-        self.addCleanup(self.tmp.cleanup)
+        testpmd_harness.need_cpus_0_1(self)
+        self.tmp = testpmd_harness.temp_dir(self, "ws-prompt-")
 
     def assert_clean(self, rc, out, err, summary_path=None):
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, out + err, out[-3000:] + err[-3000:])
+        testpmd_harness.assert_no_crash(self, out + err, out[-3000:] + err[-3000:])
         self.assertEqual(rc, 0, out[-3000:] + err[-3000:])
         if summary_path:
             with open(summary_path) as f:
@@ -415,16 +412,5 @@ class Terminal(PromptCase):
         self.assertEqual(p.wait(10), 0)
 
 
-def main():
-    global BINARY
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    BINARY = os.path.abspath(args.binary)
-    if not os.access(BINARY, os.X_OK):
-        sys.exit("not an executable: " + BINARY)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

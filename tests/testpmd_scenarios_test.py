@@ -6,26 +6,23 @@ command lines that must fail cleanly (exit 2, one error line, nothing started).
 
 usage: testpmd_scenarios_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
 
-BINARY = None
+import testpmd_harness
+
+BINARY = None  # set from --binary by testpmd_harness.main
 EAL = ["-l", "0-1", "--no-huge"]
 POOL = ["--total-num-mbufs=8192"]
 NULL2 = ["--vdev", "net_null0", "--vdev", "net_null1"]
 MODES = ["io", "mac", "macswap", "flowgen", "txonly", "rxonly"]
-# Anything a crash, a sanitizer or an uncaught exception would print.
-CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
-                 "terminate called", "Aborted"]
 
 
 def have_cpus(*cpus):
@@ -47,8 +44,7 @@ class TestpmdCase(unittest.TestCase):
     def setUp(self):
         if not have_cpus(0, 1):
             self.skipTest("needs CPUs 0 and 1 (the scenarios use -l 0-1)")
-        self.tmp = tempfile.TemporaryDirectory(prefix="ws-testpmd-")
-        self.addCleanup(self.tmp.cleanup)
+        self.tmp = testpmd_harness.temp_dir(self, "ws-testpmd-")
         self.runs = 0
 
     def summary_path(self):
@@ -72,9 +68,8 @@ class TestpmdCase(unittest.TestCase):
         return run
 
     def assert_no_crash(self, run):
-        for marker in CRASH_MARKERS:
-            self.assertNotIn(marker, run.stderr, run.describe())
-            self.assertNotIn(marker, run.stdout, run.describe())
+        testpmd_harness.assert_no_crash(self, run.stderr, run.describe())
+        testpmd_harness.assert_no_crash(self, run.stdout, run.describe())
         self.assertGreaterEqual(run.returncode, 0, "killed by a signal\n" + run.describe())
 
     def assert_clean_run(self, run):
@@ -458,16 +453,5 @@ class BadInput(TestpmdCase):
                                                              "--total-num-mbufs"])
 
 
-def main():
-    global BINARY
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    BINARY = os.path.abspath(args.binary)
-    if not os.access(BINARY, os.X_OK):
-        sys.exit("not an executable: " + BINARY)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

@@ -6,7 +6,6 @@ RUNTIME_DIRECTORY, ":1" when the path is taken, stale files), --no-telemetry, ba
 
 usage: testpmd_telemetry_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import os
 import re
@@ -15,13 +14,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.error
 import urllib.request
 
-BINARY = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testpmd_harness  # noqa: E402
+
+BINARY = None  # set from --binary by testpmd_harness.main
 TELEMETRY_PY = shutil.which("dpdk-telemetry.py") or "/usr/bin/dpdk-telemetry.py"
 EAL = ["-l", "0-1", "--no-huge"]
 POOL = ["--total-num-mbufs=8192"]
@@ -59,10 +60,8 @@ def greeting_pid(path):
 
 class TelemetryCase(unittest.TestCase):
     def setUp(self):
-        if not {0, 1} <= os.sched_getaffinity(0):
-            self.skipTest("needs CPUs 0 and 1")
-        self.tmp = tempfile.TemporaryDirectory(prefix="ws-telemetry-")
-        self.addCleanup(self.tmp.cleanup)
+        testpmd_harness.need_cpus_0_1(self)
+        self.tmp = testpmd_harness.temp_dir(self, "ws-telemetry-")
         self.prefix = "wstel-{}-{}".format(os.getpid(), self.id().rsplit(".", 1)[-1][:20])
         self.addCleanup(shutil.rmtree, runtime_dir(self.prefix), True)
 
@@ -264,16 +263,5 @@ class Prometheus(TelemetryCase):
         self.assertNotIn("Port 0:", r.stdout)
 
 
-def main():
-    global BINARY
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    BINARY = os.path.abspath(args.binary)
-    if not os.access(BINARY, os.X_OK):
-        sys.exit("not an executable: " + BINARY)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

@@ -14,7 +14,6 @@ when the CI environment variable is set.
 
 usage: vhost_pair_test.py --binary PATH [unittest options]
 """
-import argparse
 import json
 import mmap
 import os
@@ -30,7 +29,9 @@ import tempfile
 import time
 import unittest
 
-BINARY = None
+import testpmd_harness
+
+BINARY = None  # set from --binary by testpmd_harness.main
 DPDK = shutil.which("dpdk-testpmd")
 POOL = ["--total-num-mbufs=16384"]
 VHOST_LCORES = ["--lcores", "0@0,1@0"]
@@ -773,22 +774,32 @@ class Lifecycle(PairBase):
             self.assertLessEqual(p["tx_errors"], resets * self.QUEUE_SIZE, what)
         self.assertEqual(p["rx_errors"], 0, what)
 
+    def for_each_ring_variant(self, check, prefix=""):
+        """Runs check(name, packed, in_order) once for each of RING_VARIANTS, each as a subtest."""
+        for variant, packed, in_order in self.RING_VARIANTS:
+            with self.subTest(variant):
+                check(prefix + variant.replace(" ", "_"), packed, in_order)
+
+    def start_server_frontend(self, name, packed, in_order, duration):
+        """Starts our virtio_user server=1 generating (flowgen) as name_front; returns it once it listens."""
+        dev = "virtio_user0,path={},queues=1,server=1,packed_vq={},in_order={},queue_size={}".format(
+            self.sock, packed, in_order, self.QUEUE_SIZE)
+        front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev,
+                                     ["--forward-mode=flowgen", "--auto-start", "--nb-cores=1"],
+                                     name + "_front", duration))
+        self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
+        return front
+
     def test_server_frontend_serves_a_backend_that_comes_back(self):
         """virtio_user server=1 keeps its rings while net_vhost client=1 backends come and go: the
         first exits, the second is killed mid-traffic, the third forwards both ways. Split rings
         resume, packed rings (in order or not) are reset with what the old backend held freed and
         counted. The virtio side generates (flowgen), so traffic does not depend on packets that
         were inside a backend when it went away."""
-        for variant, packed, in_order in self.RING_VARIANTS:
-            with self.subTest(variant):
-                self.serve_backends_that_come_back(variant.replace(" ", "_"), packed, in_order)
+        self.for_each_ring_variant(self.serve_backends_that_come_back)
 
     def serve_backends_that_come_back(self, name, packed, in_order):
-        dev = "virtio_user0,path={},queues=1,server=1,packed_vq={},in_order={},queue_size={}".format(
-            self.sock, packed, in_order, self.QUEUE_SIZE)
-        front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev, ["--forward-mode=flowgen", "--auto-start",
-                                                         "--nb-cores=1"], name + "_front", 9))
-        self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
+        front = self.start_server_frontend(name, packed, in_order, 9)
         for k, fate in enumerate(("exits", "killed", "verified")):
             tag = "{}_back{}".format(name, k)
             back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
@@ -822,54 +833,42 @@ class Lifecycle(PairBase):
         the frontend received, a backend sent; every packet the frontend's TX ring took, a backend
         received, or the ring reset dropped and counted it (packed), or it was still in the ring
         when the frontend stopped (at most the ring's size)."""
-        for variant, packed, in_order in self.RING_VARIANTS:
-            with self.subTest(variant):
-                name = "exact_" + variant.replace(" ", "_")
-                dev = "virtio_user0,path={},queues=1,server=1,packed_vq={},in_order={},queue_size={}".format(
-                    self.sock, packed, in_order, self.QUEUE_SIZE)
-                front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev,
-                                             ["--forward-mode=flowgen", "--auto-start", "--nb-cores=1"],
-                                             name + "_front", 6))
-                self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
-                backs = []
-                for k in range(2):
-                    tag = "{}_back{}".format(name, k)
-                    back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
-                                                ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag, 1.5))
-                    out = self.finish(back)
-                    self.assertEqual(back.returncode, 0, out[-3000:])
-                    backs.append(self.summary(tag))
-                    self.check_side(backs[-1], out, tag)
-                fout = self.finish(front)
-                self.assertEqual(front.returncode, 0, fout[-3000:])
-                fs = self.summary(name + "_front")
-                self.check_side(fs, fout, name)
-                self.assertEqual(fout.count("the vhost backend is back"), 1, fout[-3000:])
-                self.check_reset_drops(fs, packed, 1, name)
-                f = fs["ports"][0]
-                received = sum(b["ports"][0]["rx_packets"] for b in backs)
-                sent = sum(b["ports"][0]["tx_packets"] for b in backs)
-                self.assertGreater(min(b["ports"][0]["rx_packets"] for b in backs), 10000, name)
-                self.assertEqual(f["rx_packets"], sent, name)
-                left = f["tx_packets"] - received - f["tx_errors"]
-                self.assertGreaterEqual(left, 0, name)
-                self.assertLessEqual(left, self.QUEUE_SIZE, name)
+        self.for_each_ring_variant(self.account_exactly_across_backend_restarts, prefix="exact_")
+
+    def account_exactly_across_backend_restarts(self, name, packed, in_order):
+        front = self.start_server_frontend(name, packed, in_order, 6)
+        backs = []
+        for k in range(2):
+            tag = "{}_back{}".format(name, k)
+            back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
+                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag, 1.5))
+            out = self.finish(back)
+            self.assertEqual(back.returncode, 0, out[-3000:])
+            backs.append(self.summary(tag))
+            self.check_side(backs[-1], out, tag)
+        fout = self.finish(front)
+        self.assertEqual(front.returncode, 0, fout[-3000:])
+        fs = self.summary(name + "_front")
+        self.check_side(fs, fout, name)
+        self.assertEqual(fout.count("the vhost backend is back"), 1, fout[-3000:])
+        self.check_reset_drops(fs, packed, 1, name)
+        f = fs["ports"][0]
+        received = sum(b["ports"][0]["rx_packets"] for b in backs)
+        sent = sum(b["ports"][0]["tx_packets"] for b in backs)
+        self.assertGreater(min(b["ports"][0]["rx_packets"] for b in backs), 10000, name)
+        self.assertEqual(f["rx_packets"], sent, name)
+        left = f["tx_packets"] - received - f["tx_errors"]
+        self.assertGreaterEqual(left, 0, name)
+        self.assertLessEqual(left, self.QUEUE_SIZE, name)
 
     def test_server_frontend_with_dpdk_backends_that_come_back(self):
         """The same with DPDK's net_vhost client=1 as the backend: one stops, the next forwards;
         split rings resume, packed rings are reset."""
         need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
-        for variant, packed, in_order in self.RING_VARIANTS:
-            with self.subTest(variant):
-                self.serve_dpdk_backends_that_come_back(variant.replace(" ", "_"), packed, in_order)
+        self.for_each_ring_variant(self.serve_dpdk_backends_that_come_back)
 
     def serve_dpdk_backends_that_come_back(self, name, packed, in_order):
-        dev = "virtio_user0,path={},queues=1,server=1,packed_vq={},in_order={},queue_size={}".format(
-            self.sock, packed, in_order, self.QUEUE_SIZE)
-        front = self.start(self.ours(VIRTIO_LCORES + ["--log-level", "info"], dev, ["--forward-mode=flowgen",
-                                                                                   "--auto-start", "--nb-cores=1"],
-                                     name + "_front", 11))
-        self.assertTrue(wait_for_socket(self.sock, front), "virtio_user server=1 did not listen")
+        front = self.start_server_frontend(name, packed, in_order, 11)
         for k in range(2):
             back = self.start([DPDK, "--no-huge", "-m", "512"] + VHOST_LCORES +
                               ["--file-prefix=wsvh{}".format(os.getpid()), "--no-pci", "--single-file-segments",
@@ -892,16 +891,6 @@ class Lifecycle(PairBase):
         self.assertEqual(fout.count("packed rings reset for the new backend"), 1 if packed else 0, fout[-3000:])
         self.check_reset_drops(fs, packed, 1, name)
 
-def main():
-    global BINARY
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--binary", required=True)
-    args, rest = parser.parse_known_args()
-    BINARY = os.path.abspath(args.binary)
-    if not os.access(BINARY, os.X_OK):
-        sys.exit("not an executable: " + BINARY)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
-
 
 if __name__ == "__main__":
-    main()
+    testpmd_harness.main(sys.modules[__name__])

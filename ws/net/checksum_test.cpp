@@ -20,6 +20,17 @@ std::vector<std::uint8_t> random_bytes(std::mt19937& rng, std::size_t n) {
   return v;
 }
 
+// Frame spec i of a mix that alternates IPv4 and IPv6 and, every two frames, UDP and TCP, with
+// 1 to max_payload payload bytes drawn from rng.
+FrameSpec mixed_frame(int i, std::mt19937& rng, std::uint32_t max_payload) {
+  FrameSpec s;
+  s.ipv6 = i % 2;
+  s.l4_proto = (i / 2) % 2 ? ip_proto_tcp : ip_proto_udp;
+  s.payload_bytes = 1 + rng() % max_payload;
+  s.seed = rng();
+  return s;
+}
+
 TEST(Checksum, VectorSumsMatchTheReference) {
   std::mt19937 rng(1);
   const bool avx2 = __builtin_cpu_supports("avx2");
@@ -156,11 +167,7 @@ class ChecksumMbufTest : public ::testing::Test {
 TEST_F(ChecksumMbufTest, VerifySetsGoodAndBadFlags) {
   std::mt19937 rng(4);
   for (int i = 0; i < 200; ++i) {
-    FrameSpec s;
-    s.ipv6 = i % 2;
-    s.l4_proto = (i / 2) % 2 ? ip_proto_tcp : ip_proto_udp;
-    s.payload_bytes = 1 + rng() % 1400;
-    s.seed = rng();
+    const FrameSpec s = mixed_frame(i, rng, 1400);
     BuiltFrame f = build_frame(s);
     const bool corrupt = i % 3 == 0;
     if (corrupt) f.bytes.back() ^= 0x5a;
@@ -185,11 +192,7 @@ TEST_F(ChecksumMbufTest, VerifySetsGoodAndBadFlags) {
 TEST_F(ChecksumMbufTest, TxChecksumsOverChains) {
   std::mt19937 rng(5);
   for (int i = 0; i < 200; ++i) {
-    FrameSpec s;
-    s.ipv6 = i % 2;
-    s.l4_proto = (i / 2) % 2 ? ip_proto_tcp : ip_proto_udp;
-    s.payload_bytes = 1 + rng() % 3000;
-    s.seed = rng();
+    const FrameSpec s = mixed_frame(i, rng, 3000);
     const BuiltFrame f = build_frame(s);
     auto zeroed = f.bytes;
     const std::size_t l4 = f.l2_len + f.l3_len;

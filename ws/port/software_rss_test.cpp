@@ -7,31 +7,23 @@
 #include <map>
 #include <vector>
 
-#include "ws/drivers/builtin.hpp"
 #include "ws/net/packet_builder.hpp"
 #include "ws/net/rss.hpp"
+#include "ws/testing/port_fixture.hpp"
 
 namespace ws {
 namespace {
 
-class SoftwareRssTest : public ::testing::Test {
+class SoftwareRssTest : public testing::PortFixture {
  protected:
   void SetUp() override {
-    register_builtin_drivers(registry_);
-    auto a = Arena::create({"software_rss_test", 32u << 20, HugePolicy::never});
-    ASSERT_TRUE(a.has_value()) << a.error().message;
-    arena_ = std::move(*a);
-    auto p = PktmbufPool::create(*arena_, {.name = "swrss", .count = 4096, .cache_size = 0});
-    ASSERT_TRUE(p.has_value()) << p.error().message;
-    pool_ = std::move(*p);
+    open_arena_and_pool("software_rss_test", 32u << 20, {.name = "swrss", .count = 4096, .cache_size = 0});
   }
   void TearDown() override { EXPECT_EQ(pool_->in_use(), 0u) << "an mbuf was not returned"; }
 
   std::unique_ptr<Port> start(std::string_view device, std::uint16_t queues, const RssConfig& rss) {
-    auto made = registry_.create_port(device, {arena_.get(), 1});
-    EXPECT_TRUE(made.has_value()) << (made ? "" : made.error().message);
-    if (!made) return nullptr;
-    std::unique_ptr<Port> port = std::move(*made);
+    std::unique_ptr<Port> port = create(device);
+    if (!port) return nullptr;
     PortConfig c;
     c.rx_queues = c.tx_queues = queues;
     c.rss = rss;
@@ -68,10 +60,6 @@ class SoftwareRssTest : public ::testing::Test {
     const std::uint8_t* ip = m.data() + 14;
     return types & rss_type::udp ? key.hash_ipv4(ip + 12, ip + 16, ip + 20, ip + 22) : key.hash_ipv4(ip + 12, ip + 16);
   }
-
-  DriverRegistry registry_;
-  std::unique_ptr<Arena> arena_;
-  std::unique_ptr<PktmbufPool> pool_;
 };
 
 TEST_F(SoftwareRssTest, SpreadsOverQueuesByTheRedirectionTable) {
@@ -149,7 +137,7 @@ TEST_F(SoftwareRssTest, FullRingCountsMissedAndStopReturnsWaitingPackets) {
 }
 
 TEST_F(SoftwareRssTest, BadTableIsRefusedWithTheEntry) {
-  auto made = registry_.create_port("net_ring0", {arena_.get(), 1});
+  auto made = registry_.create_port("net_ring0", env());
   ASSERT_TRUE(made.has_value());
   PortConfig c;
   c.rx_queues = c.tx_queues = 2;

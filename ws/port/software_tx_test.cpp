@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "ws/drivers/builtin.hpp"
 #include "ws/net/checksum.hpp"
 #include "ws/net/gso.hpp"
 #include "ws/net/packet_builder.hpp"
 #include "ws/net/ptype.hpp"
+#include "ws/testing/port_fixture.hpp"
 #include "ws/testing/shell.hpp"
 
 namespace ws {
@@ -24,24 +24,13 @@ namespace {
 
 constexpr std::uint64_t all_offloads = tx_offload::checksums | tx_offload::segmentation;
 
-class SoftwareTxTest : public ::testing::Test {
+class SoftwareTxTest : public testing::PortFixture {
  protected:
   void SetUp() override {
-    register_builtin_drivers(registry_);
-    auto a = Arena::create({"software_tx_test", 32u << 20, HugePolicy::never});
-    ASSERT_TRUE(a.has_value()) << a.error().message;
-    arena_ = std::move(*a);
-    auto p = PktmbufPool::create(*arena_, {.name = "swtx", .count = 512, .cache_size = 0, .data_room_bytes = 9216});
-    ASSERT_TRUE(p.has_value()) << p.error().message;
-    pool_ = std::move(*p);
+    open_arena_and_pool("software_tx_test", 32u << 20,
+                        {.name = "swtx", .count = 512, .cache_size = 0, .data_room_bytes = 9216});
   }
   void TearDown() override { EXPECT_EQ(pool_->in_use(), 0u) << "an mbuf was not returned"; }
-
-  std::unique_ptr<Port> create(std::string_view device) {
-    auto p = registry_.create_port(device, {arena_.get(), 1});
-    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message);
-    return p ? std::move(*p) : nullptr;
-  }
 
   void start(Port& port, std::uint64_t offloads) {
     PortConfig c;
@@ -102,10 +91,6 @@ class SoftwareTxTest : public ::testing::Test {
     }
     EXPECT_EQ(payload, std::vector<std::uint8_t>(f.bytes.begin() + static_cast<std::ptrdiff_t>(hdr), f.bytes.end()));
   }
-
-  DriverRegistry registry_;  // owns the rings: declared first, destroyed last
-  std::unique_ptr<Arena> arena_;
-  std::unique_ptr<PktmbufPool> pool_;
 };
 
 BuiltFrame frame(std::uint8_t proto, std::uint32_t payload) {

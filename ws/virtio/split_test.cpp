@@ -46,6 +46,13 @@ struct SplitPair {
     ring.avail_ring()[idx % n] = head;
     *ring.avail_idx() = static_cast<std::uint16_t>(idx + 1);
   }
+  // The driver posts `count` chains of one 64-byte writable buffer (cookies 0 to count - 1)
+  // and publishes them.
+  void post_writable_chains(std::uint32_t count) {
+    const Buffer b{buf(0), 64, true};
+    for (std::uint32_t i = 0; i < count; ++i) ASSERT_TRUE(drv.post(&b, 1, i));
+    drv.publish();
+  }
 };
 
 TEST(SplitRingCheck, RefusesBadSizesAndAlignment) {
@@ -90,9 +97,7 @@ TEST(Split, DescriptorsAreReusedInTableOrder) {
 
 TEST(Split, StagedUsedIsInvisibleUntilFlushedOrACacheLineOfEntriesIsFull) {
   SplitPair p;
-  const Buffer b{p.buf(0), 64, true};
-  for (std::uint32_t i = 0; i < 10; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
-  p.drv.publish();
+  ASSERT_NO_FATAL_FAILURE(p.post_writable_chains(10));
   DefaultChain c;
   std::uint32_t cookies[16], lens[16];
   auto stage = [&](std::uint32_t k) {
@@ -183,9 +188,7 @@ TEST(Split, FullRingRefusesPostsUntilReclaimed) {
 
 TEST(Split, UnpoppedChainsPopAgain) {
   SplitPair p;
-  const Buffer b{p.buf(0), 64, true};
-  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
-  p.drv.publish();
+  ASSERT_NO_FATAL_FAILURE(p.post_writable_chains(3));
   DefaultChain c;
   ASSERT_EQ(p.dev.pop(c), Pop::chain);
   ASSERT_EQ(p.dev.pop(c), Pop::chain);

@@ -10,8 +10,6 @@
 namespace ws::testpmd {
 namespace {
 
-using Args = std::span<const std::string>;
-
 void stop_capture(Testpmd& tp, std::uint16_t port) {
   auto old = tp.swap_rx_tap(port, nullptr);
   const CaptureCounts c = capture_counts(*old);
@@ -54,7 +52,7 @@ std::span<const Command> capture_commands() {
       {{"capture", "start"},
        "<port> <file> [<filter>...]",
        "write what a port receives to a pcapng file; filter in tcpdump syntax (e.g. udp port 9)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          std::string filter;
          for (std::size_t i = 2; i < a.size(); ++i) filter += (i > 2 ? " " : "") + a[i];
          return start_capture(tp, a[0], a[1], filter);
@@ -62,7 +60,7 @@ std::span<const Command> capture_commands() {
       {{"capture", "stop"},
        "[all|<port>]",
        "stop captures (default: all) and close their files",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          std::optional<std::uint16_t> port;
          if (!a.empty()) {
            auto p = parse_port(tp, a[0]);

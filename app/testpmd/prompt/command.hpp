@@ -13,7 +13,9 @@
 
 namespace ws::testpmd {
 
-using CommandFn = Result<void> (*)(Testpmd&, std::span<const std::string> args);
+// The words of a command line after the command's fixed leading words.
+using CommandArgs = std::span<const std::string>;
+using CommandFn = Result<void> (*)(Testpmd&, CommandArgs args);
 
 struct Command {
   std::vector<std::string_view> words;  // fixed leading words: {"show", "port", "stats"}
@@ -37,6 +39,8 @@ const std::vector<Command>& all_commands();
 
 // Shared argument parsers; errors say what is accepted.
 Result<std::uint64_t> parse_number(std::string_view what, std::string_view text, std::uint64_t min, std::uint64_t max);
+// A port id that exists (no "all").
+Result<std::uint16_t> parse_one_port(const Testpmd& tp, std::string_view text);
 // "all" -> nullopt, else a port id that exists.
 Result<std::optional<std::uint16_t>> parse_port(const Testpmd& tp, std::string_view text);
 // Ports selected by "all" or an id, in order.

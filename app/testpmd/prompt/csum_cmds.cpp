@@ -9,15 +9,6 @@
 namespace ws::testpmd {
 namespace {
 
-using Args = std::span<const std::string>;
-
-// One port id (these commands take no "all", as dpdk-testpmd's).
-Result<std::uint16_t> one_port(const Testpmd& tp, std::string_view text) {
-  auto n = parse_number("port", text, 0, tp.ports().size() - 1);
-  if (!n) return std::unexpected(n.error());
-  return static_cast<std::uint16_t>(*n);
-}
-
 void print_csum(const Testpmd& tp, std::uint16_t port) {
   const CsumConfig& c = tp.fwd_config().csum[port];
   std::printf("Parse tunnel is off\n");
@@ -44,8 +35,8 @@ std::span<const Command> csum_commands() {
       {{"csum", "set"},
        "ip|udp|tcp|sctp|outer-ip hw|sw <port>",
        "csum engine: checksum in software or by the TX port (port stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
-         auto port = one_port(tp, a[2]);
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto port = parse_one_port(tp, a[2]);
          if (!port) return std::unexpected(port.error());
          if (auto ok = tp.set_csum_offload(*port, a[0], a[1] == "hw"); !ok) return ok;
          print_csum(tp, *port);
@@ -54,8 +45,8 @@ std::span<const Command> csum_commands() {
       {{"csum", "show"},
        "<port>",
        "csum engine settings of a port",
-       [](Testpmd& tp, Args a) -> Result<void> {
-         auto port = one_port(tp, a[0]);
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto port = parse_one_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          print_csum(tp, *port);
          return {};
@@ -63,10 +54,10 @@ std::span<const Command> csum_commands() {
       {{"tso", "set"},
        "<segsz> <port>",
        "csum engine: TCP segment size the TX port cuts to, 0 off (port stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto segsz = parse_number("tso set", a[0], 0, 65535);
          if (!segsz) return std::unexpected(segsz.error());
-         auto port = one_port(tp, a[1]);
+         auto port = parse_one_port(tp, a[1]);
          if (!port) return std::unexpected(port.error());
          if (auto ok = tp.set_tso(*port, static_cast<std::uint16_t>(*segsz)); !ok) return ok;
          print_tso(tp, *port);
@@ -75,8 +66,8 @@ std::span<const Command> csum_commands() {
       {{"tso", "show"},
        "<port>",
        "TSO segment size of a port",
-       [](Testpmd& tp, Args a) -> Result<void> {
-         auto port = one_port(tp, a[0]);
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto port = parse_one_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          print_tso(tp, *port);
          return {};

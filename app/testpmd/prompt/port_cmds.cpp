@@ -6,18 +6,13 @@
 #include "app/testpmd/prompt/command.hpp"
 
 namespace ws::testpmd {
-namespace {
-
-using Args = std::span<const std::string>;
-
-}  // namespace
 
 std::span<const Command> port_commands() {
   static const Command table[] = {
       {{"port", "stop"},
        "all|<port>",
        "stop ports (forwarding stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          return tp.stop_ports(*port);
@@ -25,7 +20,7 @@ std::span<const Command> port_commands() {
       {{"port", "start"},
        "all|<port>",
        "start ports, applying a pending port config",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          return tp.start_ports(*port);
@@ -33,7 +28,7 @@ std::span<const Command> port_commands() {
       {{"port", "config", "all"},
        "rxq|txq|rxd|txd <n>",
        "queues or descriptors per queue (all ports stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto n = parse_number("port config all " + a[0], a[1], 1, 65535);
          if (!n) return std::unexpected(n.error());
          if (auto ok = tp.set_port_queues(a[0], static_cast<std::uint16_t>(*n)); !ok) return ok;

@@ -8,8 +8,6 @@
 namespace ws::testpmd {
 namespace {
 
-using Args = std::span<const std::string>;
-
 std::string type_names(std::uint32_t types) {
   std::string out;
   if (types & rss_type::ip) out += " ipv4 ipv6";
@@ -25,7 +23,7 @@ std::span<const Command> rss_commands() {
       {{"port", "config", "all", "rss"},
        "ip|udp|none",
        "RSS hash types of ports with several RX queues (all ports stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          const std::uint32_t types = a[0] == "ip" ? rss_type::ip : a[0] == "udp" ? rss_type::ip | rss_type::udp : 0;
          if (auto ok = tp.set_rss_types(types); !ok) return ok;
          std::printf("RSS hash types set to%s; applied at 'port start all'\n",
@@ -35,8 +33,8 @@ std::span<const Command> rss_commands() {
       {{"show", "port"},
        "<port> rss-hash",
        "RSS hash types of a port",
-       [](Testpmd& tp, Args a) -> Result<void> {
-         auto port = parse_number("port", a[0], 0, tp.ports().size() - 1);
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto port = parse_one_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          const Port& p = *tp.ports()[*port];
          const std::uint32_t types = p.config().rss.types;

@@ -6,18 +6,13 @@
 #include "app/testpmd/prompt/command.hpp"
 
 namespace ws::testpmd {
-namespace {
-
-using Args = std::span<const std::string>;
-
-}  // namespace
 
 std::span<const Command> set_commands() {
   static const Command table[] = {
       {{"set", "fwd"},
        "<mode>",
        "forwarding mode, one of:",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          if (auto ok = tp.set_forward_mode(a[0]); !ok) return ok;
          std::printf("Set %s packet forwarding mode\n", a[0].c_str());
          return {};
@@ -25,7 +20,7 @@ std::span<const Command> set_commands() {
       {{"set", "burst"},
        "<n>",
        "packets per burst, 1 to 512 (forwarding stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto n = parse_number("set burst", a[0], 1, max_burst);
          if (!n) return std::unexpected(n.error());
          if (auto ok = tp.set_burst(static_cast<std::uint16_t>(*n)); !ok) return ok;
@@ -35,7 +30,7 @@ std::span<const Command> set_commands() {
       {{"set", "nbcore"},
        "<n>",
        "forwarding cores (forwarding stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto n = parse_number("set nbcore", a[0], 1, max_lcores);
          if (!n) return std::unexpected(n.error());
          if (auto ok = tp.set_nb_cores(static_cast<unsigned>(*n)); !ok) return ok;
@@ -45,7 +40,7 @@ std::span<const Command> set_commands() {
       {{"set", "txpkts"},
        "<lens>",
        "generated packet segment lengths, e.g. 64 or 64,128 (forwarding stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          if (auto ok = tp.set_txpkts(a[0]); !ok) {
            // The rules live in the --txpkts parser; name the command the user typed.
            std::string message = ok.error().message;
@@ -59,7 +54,7 @@ std::span<const Command> set_commands() {
       {{"set", "flowgen", "clones"},
        "<n>",
        "flowgen: send each packet n more times, 0 to 512 (forwarding stopped)",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto n = parse_number("set flowgen clones", a[0], 0, max_burst);
          if (!n) return std::unexpected(n.error());
          if (auto ok = tp.set_flowgen_clones(static_cast<std::uint16_t>(*n)); !ok) return ok;
@@ -69,7 +64,7 @@ std::span<const Command> set_commands() {
       {{"set", "promisc"},
        "all|<port> on|off",
        "promiscuous mode",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          const bool on = a[1] == "on";
@@ -81,7 +76,7 @@ std::span<const Command> set_commands() {
       {{"set", "verbose"},
        "<level>",
        "0: quiet; 1: print received packets' headers; 2: sent ones; 3: both",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto n = parse_number("set verbose", a[0], 0, 3);
          if (!n) return std::unexpected(n.error());
          const unsigned old = tp.verbose();

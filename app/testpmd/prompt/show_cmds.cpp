@@ -8,8 +8,6 @@
 namespace ws::testpmd {
 namespace {
 
-using Args = std::span<const std::string>;
-
 void print_xstats(const Port& p) {
   std::printf("###### NIC extended statistics for port %-2u\n", p.id());
   for (const XStat& x : p.xstats()) std::printf("%s: %" PRIu64 "\n", x.name.c_str(), x.value);
@@ -36,7 +34,7 @@ void print_info(const Port& p) {
   std::printf("Min possible number of RXDs per queue: %u\n", i.min_descriptors);
 }
 
-Result<void> for_ports(Testpmd& tp, Args a, void (*print)(const Port&)) {
+Result<void> for_ports(Testpmd& tp, CommandArgs a, void (*print)(const Port&)) {
   auto port = parse_port(tp, a[0]);
   if (!port) return std::unexpected(port.error());
   for (auto id : selected_ports(tp, *port)) print(*tp.ports()[id]);
@@ -74,7 +72,7 @@ std::span<const Command> show_commands() {
       {{"show", "port", "stats"},
        "all|<port>",
        "port counters and throughput since the last show",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          tp.print_nic_stats(false, *port);
@@ -83,15 +81,15 @@ std::span<const Command> show_commands() {
       {{"show", "port", "xstats"},
        "all|<port>",
        "extended port counters",
-       [](Testpmd& tp, Args a) { return for_ports(tp, a, print_xstats); }},
+       [](Testpmd& tp, CommandArgs a) { return for_ports(tp, a, print_xstats); }},
       {{"show", "port", "info"},
        "all|<port>",
        "device, link, queues, promiscuous mode",
-       [](Testpmd& tp, Args a) { return for_ports(tp, a, print_info); }},
+       [](Testpmd& tp, CommandArgs a) { return for_ports(tp, a, print_info); }},
       {{"clear", "port", "stats"},
        "all|<port>",
        "reset port counters",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          for (auto id : selected_ports(tp, *port)) {
@@ -103,14 +101,14 @@ std::span<const Command> show_commands() {
       {{"show", "fwd", "stats"},
        "all",
        "forward statistics since start",
-       [](Testpmd& tp, Args) -> Result<void> {
+       [](Testpmd& tp, CommandArgs) -> Result<void> {
          tp.print_forward_stats();
          return {};
        }},
       {{"show", "config"},
        "fwd|rxtx|cores",
        "streams and mode; burst, packet and queue settings; lcores",
-       [](Testpmd& tp, Args a) -> Result<void> {
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
          if (a[0] == "fwd")
            tp.print_fwd_config();
          else if (a[0] == "rxtx")

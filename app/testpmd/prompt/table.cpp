@@ -27,6 +27,12 @@ Result<std::uint64_t> parse_number(std::string_view what, std::string_view text,
   return n;
 }
 
+Result<std::uint16_t> parse_one_port(const Testpmd& tp, std::string_view text) {
+  auto n = parse_number("port", text, 0, tp.ports().size() - 1);
+  if (!n) return std::unexpected(n.error());
+  return static_cast<std::uint16_t>(*n);
+}
+
 Result<std::optional<std::uint16_t>> parse_port(const Testpmd& tp, std::string_view text) {
   if (text == "all") return std::optional<std::uint16_t>{};
   const std::size_t last = tp.ports().size() - 1;

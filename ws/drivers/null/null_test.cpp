@@ -4,20 +4,16 @@
 
 #include <vector>
 
-#include "ws/drivers/builtin.hpp"
+#include "ws/testing/port_fixture.hpp"
 
 namespace ws {
 namespace {
 
-class NullTest : public ::testing::Test {
+class NullTest : public testing::PortFixture {
  protected:
   void SetUp() override {
-    register_builtin_drivers(registry_);
-    auto a = Arena::create({"null_test", 8u << 20, HugePolicy::never});
-    ASSERT_TRUE(a.has_value()) << a.error().message;
-    arena_ = std::move(*a);
+    ASSERT_NO_FATAL_FAILURE(open_arena("null_test", 8u << 20));
     pool_ = make_pool(256, mbuf_default_data_room);
-    env_.arena = arena_.get();
   }
 
   std::unique_ptr<PktmbufPool> make_pool(std::uint32_t count, std::uint16_t data_room) {
@@ -33,10 +29,9 @@ class NullTest : public ::testing::Test {
 
   // Creates, configures, sets up and starts a port with `queues` RX and TX queues on `pool`.
   std::unique_ptr<Port> start_port(std::string_view device, std::uint16_t queues = 1, PktmbufPool* pool = nullptr) {
-    auto p = registry_.create_port(device, env_);
-    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message);
+    std::unique_ptr<Port> p = create(device);
     if (!p) return nullptr;
-    Port& port = **p;
+    Port& port = *p;
     EXPECT_TRUE(port.configure({queues, queues}).has_value());
     for (std::uint16_t q = 0; q < queues; ++q) {
       EXPECT_TRUE(port.setup_rx_queue(q, {0, pool ? pool : pool_.get()}).has_value());
@@ -44,19 +39,9 @@ class NullTest : public ::testing::Test {
     }
     auto ok = port.start();
     EXPECT_TRUE(ok.has_value()) << (ok ? "" : ok.error().message);
-    return std::move(*p);
+    return p;
   }
 
-  std::string create_error(std::string_view device) {
-    auto p = registry_.create_port(device, env_);
-    EXPECT_FALSE(p.has_value()) << device;
-    return p ? std::string() : p.error().message;
-  }
-
-  DriverRegistry registry_;
-  PortEnv env_;
-  std::unique_ptr<Arena> arena_;
-  std::unique_ptr<PktmbufPool> pool_;
   int pools_ = 0;
 };
 
@@ -64,13 +49,13 @@ TEST_F(NullTest, BuiltinDriversAreRegistered) {
   const auto names = registry_.names();
   EXPECT_NE(std::find(names.begin(), names.end(), "net_null"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "net_ring"), names.end());
-  auto p = registry_.create_port("net_null0", env_);
+  auto p = registry_.create_port("net_null0", env());
   ASSERT_TRUE(p.has_value()) << p.error().message;
   EXPECT_EQ((*p)->name(), "net_null0");
   EXPECT_EQ((*p)->driver_name(), "net_null");
   EXPECT_EQ((*p)->info().driver, "net_null");
   EXPECT_EQ((*p)->mac().bytes[0] & 0x03, 0x02) << "a locally administered unicast MAC";
-  auto other = registry_.create_port("net_null1", env_);
+  auto other = registry_.create_port("net_null1", env());
   ASSERT_TRUE(other.has_value());
   EXPECT_NE((*p)->mac(), (*other)->mac()) << "the MAC follows the name";
 }
@@ -201,7 +186,7 @@ TEST_F(NullTest, BadKeysAndValuesNameDeviceAndKey) {
 
 TEST_F(NullTest, SizeMustFitThePoolsMbufs) {
   auto small_room = make_pool(8, mbuf_default_headroom + 64);
-  auto p = registry_.create_port("net_null0,size=100", env_);
+  auto p = registry_.create_port("net_null0,size=100", env());
   ASSERT_TRUE(p.has_value());
   ASSERT_TRUE((*p)->configure({1, 1}).has_value());
   auto r = (*p)->setup_rx_queue(0, {0, small_room.get()});

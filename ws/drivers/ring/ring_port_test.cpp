@@ -4,31 +4,14 @@
 
 #include <vector>
 
-#include "ws/drivers/builtin.hpp"
+#include "ws/testing/port_fixture.hpp"
 
 namespace ws {
 namespace {
 
-class RingPortTest : public ::testing::Test {
+class RingPortTest : public testing::PortFixture {
  protected:
-  void SetUp() override {
-    register_builtin_drivers(registry_);
-    auto a = Arena::create({"ring_port_test", 4u << 20, HugePolicy::never});
-    ASSERT_TRUE(a.has_value()) << a.error().message;
-    arena_ = std::move(*a);
-    PktmbufPool::Options o;
-    o.count = 128;
-    o.cache_size = 0;
-    auto p = PktmbufPool::create(*arena_, o);
-    ASSERT_TRUE(p.has_value()) << p.error().message;
-    pool_ = std::move(*p);
-  }
-
-  std::unique_ptr<Port> create(std::string_view device) {
-    auto p = registry_.create_port(device, {arena_.get(), 1});
-    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message);
-    return p ? std::move(*p) : nullptr;
-  }
+  void SetUp() override { open_arena_and_pool("ring_port_test", 4u << 20, {.count = 128, .cache_size = 0}); }
 
   static void start(Port& port, std::uint16_t queues = 1) {
     ASSERT_TRUE(port.configure({queues, queues}).has_value());
@@ -41,12 +24,6 @@ class RingPortTest : public ::testing::Test {
     ASSERT_TRUE(ok.has_value()) << ok.error().message;
   }
 
-  std::string create_error(std::string_view device) {
-    auto p = registry_.create_port(device, {arena_.get(), 1});
-    EXPECT_FALSE(p.has_value()) << device;
-    return p ? std::string() : p.error().message;
-  }
-
   // n fresh packets of `len` bytes.
   std::vector<Mbuf*> packets(std::size_t n, std::uint16_t len) {
     std::vector<Mbuf*> v(n);
@@ -54,10 +31,6 @@ class RingPortTest : public ::testing::Test {
     for (Mbuf* m : v) m->append(len);
     return v;
   }
-
-  DriverRegistry registry_;  // owns the rings: declared first, destroyed last
-  std::unique_ptr<Arena> arena_;
-  std::unique_ptr<PktmbufPool> pool_;
 };
 
 TEST_F(RingPortTest, LoopbackReturnsWhatWasSentInOrder) {

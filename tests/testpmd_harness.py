@@ -1,0 +1,49 @@
+"""What the tests that run wirespeed-testpmd share: the command line they are started with
+(--binary PATH, the rest for unittest), the per-test preamble (CPUs 0 and 1, a temp dir) and the
+markers of a crash that no run's output may contain."""
+import argparse
+import os
+import sys
+import tempfile
+import unittest
+
+CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
+                 "terminate called", "Aborted"]
+
+
+def parse_args():
+    """(the --binary PATH made absolute, the rest of the command line for unittest.main); exits
+    with a message when PATH is not an executable."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--binary", required=True)
+    args, rest = parser.parse_known_args()
+    binary = os.path.abspath(args.binary)
+    if not os.access(binary, os.X_OK):
+        sys.exit("not an executable: " + binary)
+    return binary, [sys.argv[0]] + rest
+
+
+def main(test_module):
+    """Runs the tests of `test_module` (a test script run as __main__) with its BINARY set from
+    --binary."""
+    test_module.BINARY, argv = parse_args()
+    unittest.main(module=test_module, argv=argv, verbosity=2)
+
+
+def need_cpus_0_1(test):
+    """Skip `test` unless this process may run on CPUs 0 and 1 (the runs use -l 0-1)."""
+    if not {0, 1} <= os.sched_getaffinity(0):
+        test.skipTest("needs CPUs 0 and 1 (the runs use -l 0-1)")
+
+
+def temp_dir(test, prefix):
+    """A temporary directory removed when `test` ends; returns its TemporaryDirectory."""
+    tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    test.addCleanup(tmp.cleanup)
+    return tmp
+
+
+def assert_no_crash(test, output, where=None):
+    """Fail `test` when a run's output shows a sanitizer report, a Python traceback or a crash."""
+    for marker in CRASH_MARKERS:
+        test.assertNotIn(marker, output, where)
