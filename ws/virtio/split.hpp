@@ -257,7 +257,6 @@ class SplitDriver {
     cookie_.assign(ring.size, Cookie{});
     for (std::uint32_t i = 0; i < ring.size; ++i) next_[i] = static_cast<std::uint16_t>((i + 1) & mask_);
     free_head_ = 0;
-    free_tail_ = static_cast<std::uint16_t>(ring.size - 1);
     free_ = ring.size;
     avail_ = kicked_avail_ = last_used_ = 0;
   }
@@ -348,15 +347,8 @@ class SplitDriver {
     const std::uint16_t n = chain_len_[head];
     std::uint16_t last = head;
     for (std::uint16_t k = 1; k < n; ++k) last = next_[last];  // our private links, not the ring's
-    // Appended, not pushed: chains completed in order are posted again in order, so descriptors
-    // go round the table as the avail ring does (what an IN_ORDER device reads best), not in
-    // reverse.
-    if (free_ == 0) {
-      free_head_ = head;
-    } else {
-      next_[free_tail_] = head;
-    }
-    free_tail_ = last;
+    next_[last] = free_head_;
+    free_head_ = head;
     free_ += n;
     chain_len_[head] = 0;
   }
@@ -367,8 +359,7 @@ class SplitDriver {
   std::vector<std::uint16_t> chain_len_;  // 0 = not outstanding
   std::vector<Cookie> cookie_;
   std::uint16_t mask_ = 0;
-  std::uint16_t free_head_ = 0;  // free descriptors: a FIFO from head to tail
-  std::uint16_t free_tail_ = 0;
+  std::uint16_t free_head_ = 0;
   std::uint32_t free_ = 0;
   std::uint16_t avail_ = 0;  // shadow of avail->idx
   std::uint16_t kicked_avail_ = 0;

@@ -69,32 +69,6 @@ TEST(SplitRingCheck, RefusesBadSizesAndAlignment) {
   EXPECT_FALSE(check_split_ring(r));
 }
 
-// Chains completed in order are posted again in order: the descriptors go round the table as
-// the avail ring does, also with chains of several descriptors mixed in.
-TEST(Split, DescriptorsAreReusedInTableOrder) {
-  SplitPair p;
-  DefaultChain c;
-  std::uint32_t cookies[32], lens[32];
-  std::uint16_t expected_head = 0;
-  for (std::uint32_t round = 0; round < 40; ++round) {  // 40 x 12 descriptors: the table wraps
-    for (std::uint32_t i = 0; i < 8; ++i) {
-      const Buffer b[2] = {{p.buf(0), 12, false}, {p.buf(64), 64, false}};
-      ASSERT_TRUE(p.drv.post(b, i % 2 == 0 ? 2 : 1, i));
-    }
-    p.drv.publish();
-    for (std::uint32_t i = 0; i < 8; ++i) {
-      ASSERT_EQ(p.dev.pop(c), Pop::chain);
-      EXPECT_EQ(c.id, expected_head) << "round " << round << " chain " << i;
-      expected_head = static_cast<std::uint16_t>((expected_head + c.ring_descs) % SplitPair::n);
-      p.dev.push_used(c.id, 0);
-    }
-    p.dev.flush_used();
-    ASSERT_EQ(p.drv.reclaim(cookies, lens, 32), 8);
-  }
-  EXPECT_FALSE(p.drv_health.broken());
-  EXPECT_FALSE(p.dev_health.broken());
-}
-
 TEST(Split, StagedUsedIsInvisibleUntilFlushedOrACacheLineOfEntriesIsFull) {
   SplitPair p;
   ASSERT_NO_FATAL_FAILURE(p.post_writable_chains(10));
