@@ -407,6 +407,7 @@ class PackedDriver {
   // Takes up to `max` completed chains. Ids we did not post break the queue.
   std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {
     if (health_->broken()) [[unlikely]] return 0;
+    if (!in_order_) prefetch_used_lines();
     std::uint16_t done = 0;
     while (done < max && outstanding_ > 0) {
       if (batch_id_ < 0) {
@@ -458,6 +459,18 @@ class PackedDriver {
  private:
   std::uint16_t avail_bits() const noexcept {
     return static_cast<std::uint16_t>(avail_wrap_ ? desc_flag::avail : desc_flag::used);
+  }
+  // Out of order, each used descriptor's position follows from the id in the one before (the
+  // chain length it skips), so walking them makes every cache line's miss wait for the previous
+  // one. With one-descriptor chains they are consecutive: start loading the lines a batch of the
+  // device (4, see PackedDevice::stage_used) can hold, while the first is read.
+  void prefetch_used_lines() const noexcept {
+    constexpr std::uint32_t per_line = 64 / sizeof(PackedDesc);
+    for (std::uint32_t k = per_line; k < 4 * per_line && k < outstanding_; k += per_line) {
+      std::uint32_t i = used_ + k;
+      if (i >= ring_.size) i -= ring_.size;
+      __builtin_prefetch(&ring_.desc[i]);
+    }
   }
   std::uint16_t take(std::uint16_t id, std::uint32_t len, Cookie* cookies, std::uint32_t* lens,
                      std::uint16_t done) noexcept {
