@@ -84,7 +84,7 @@ class SplitDevice {
       // acquire: pairs with the driver's release store of avail->idx after it filled the ring.
       const std::uint16_t idx = __atomic_load_n(ring_.avail_idx(), __ATOMIC_ACQUIRE);
       if (static_cast<std::uint16_t>(idx - last_avail_) > ring_.size) [[unlikely]] {
-        health_->report(QueueError::avail_index_jump);
+        health_->report(QueueError::avail_index_jump, index_detail(idx, last_avail_));
         return Pop::broken;
       }
       shadow_avail_ = idx;
@@ -310,7 +310,7 @@ class SplitDriver {
     const std::uint16_t used = __atomic_load_n(ring_.used_idx(), __ATOMIC_ACQUIRE);
     const std::uint16_t ready = static_cast<std::uint16_t>(used - last_used_);
     if (ready > static_cast<std::uint16_t>(avail_ - last_used_)) [[unlikely]] {
-      health_->report(QueueError::used_index_jump);
+      health_->report(QueueError::used_index_jump, index_detail(used, last_used_));
       return 0;
     }
     const std::uint16_t n = ready < max ? ready : max;

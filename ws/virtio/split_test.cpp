@@ -418,7 +418,24 @@ TEST(SplitDriverSide, RefusesUsedIdsItNeverPostedAndIndexJumps) {
   *q.ring.used_idx() = 2;  // more used than outstanding
   EXPECT_EQ(q.drv.reclaim(cookies, nullptr, 4), 0);
   EXPECT_EQ(q.drv_health.first_error(), QueueError::used_index_jump);
+  EXPECT_EQ(queue_error_detail(q.drv_health.first_error(), q.drv_health.first_detail()),
+            "used_index_jump (used idx 2 with 0 reclaimed)");
   EXPECT_EQ(q.drv.reclaim(cookies, nullptr, 4), 0) << "sticky";
+}
+
+// The first error keeps what was seen: the log line of a broken ring says which index jumped.
+TEST(Split, AnIndexJumpIsReportedWithTheIndices) {
+  SplitPair p;
+  const Buffer b{p.buf(0), 64, false};
+  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
+  p.drv.publish();
+  DefaultChain c;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  *p.ring.avail_idx() = 2;  // behind what was taken
+  EXPECT_EQ(p.dev.pop(c), Pop::broken);
+  EXPECT_EQ(queue_error_detail(p.dev_health.first_error(), p.dev_health.first_detail()),
+            "avail_index_jump (avail idx 2 with 3 taken)");
+  EXPECT_EQ(queue_error_detail(QueueError::bad_address, 0), "bad_address");
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // Virtqueue control-path helpers: error names for xstats, ring layout checks.
+#include <fmt/format.h>
+
 #include <cstdint>
 
 #include "ws/virtio/packed.hpp"
@@ -27,6 +29,15 @@ std::string_view queue_error_name(QueueError e) noexcept {
     case QueueError::count_: break;
   }
   return "unknown";
+}
+
+std::string queue_error_detail(QueueError e, std::uint32_t detail) {
+  const auto seen = detail >> 16, taken = detail & 0xffff;
+  switch (e) {
+    case QueueError::avail_index_jump: return fmt::format("{} (avail idx {} with {} taken)", queue_error_name(e), seen, taken);
+    case QueueError::used_index_jump: return fmt::format("{} (used idx {} with {} reclaimed)", queue_error_name(e), seen, taken);
+    default: return std::string(queue_error_name(e));
+  }
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace ws::virtio {
@@ -45,23 +46,33 @@ inline constexpr std::size_t queue_error_count = static_cast<std::size_t>(QueueE
 
 // Stable xstat name for an error ("rx_q0_bad_address" is built from it by drivers).
 std::string_view queue_error_name(QueueError e) noexcept;
+// The first error with what was seen, for a log line: "avail_index_jump (avail idx 7 with 25
+// taken)"; the bare name for errors that report no detail.
+std::string queue_error_detail(QueueError e, std::uint32_t detail);
+// Packs two 16-bit ring indices into a report() detail (index index_seen, `taken` before it).
+constexpr std::uint32_t index_detail(std::uint16_t seen, std::uint16_t taken) noexcept {
+  return (std::uint32_t{seen} << 16) | taken;
+}
 
 // Health of one virtqueue: written by the lcore polling it, read by any thread (xstats).
 // Once broken, the engine refuses all further work until reset() (control path, queue stopped).
 class QueueHealth {
  public:
-  void report(QueueError e) noexcept {
+  // `detail`: what was seen, for the first error's message (see queue_error_detail).
+  void report(QueueError e, std::uint32_t detail = 0) noexcept {
     auto& c = counts_[static_cast<std::size_t>(e)];
     // relaxed: statistics; single writer (the polling lcore). Pairs with the loads in count().
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (!broken_.load(std::memory_order_relaxed)) {
       first_.store(static_cast<std::uint8_t>(e), std::memory_order_relaxed);
+      first_detail_.store(detail, std::memory_order_relaxed);
       // release: a reader that sees broken also sees first_error(). Pairs with broken()'s acquire.
       broken_.store(true, std::memory_order_release);
     }
   }
   bool broken() const noexcept { return broken_.load(std::memory_order_acquire); }
   QueueError first_error() const noexcept { return static_cast<QueueError>(first_.load(std::memory_order_relaxed)); }
+  std::uint32_t first_detail() const noexcept { return first_detail_.load(std::memory_order_relaxed); }
   std::uint64_t count(QueueError e) const noexcept {
     return counts_[static_cast<std::size_t>(e)].load(std::memory_order_relaxed);
   }
@@ -77,6 +88,7 @@ class QueueHealth {
   std::array<std::atomic<std::uint64_t>, queue_error_count> counts_{};
   std::atomic<bool> broken_{false};
   std::atomic<std::uint8_t> first_{0};
+  std::atomic<std::uint32_t> first_detail_{0};
 };
 
 // One translated piece of a chain.

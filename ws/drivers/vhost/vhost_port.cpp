@@ -230,7 +230,7 @@ class VhostPort final : public Port, public virtio::RingListener {
     s.stop();
     if (s.health.broken())
       log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
-          virtio::queue_error_name(s.health.first_error()));
+          virtio::queue_error_detail(s.health.first_error(), s.health.first_detail()));
     if (s.call_fd >= 0) ::close(s.call_fd);
     s.call_fd = -1;
     return backend_.packed() ? s.packed.last_avail_idx() : s.split.last_avail_idx();
