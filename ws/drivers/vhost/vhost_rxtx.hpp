@@ -127,10 +127,15 @@ template <bool Packed>
 inline auto& engine(RingSlot& s) noexcept {
   if constexpr (Packed) return s.packed; else return s.split;
 }
-// Writes a chain's used entry; visible after the engine's flush_used().
+// Writes a chain's used entry (packed: skipping its `ring_descs`); visible after the engine's
+// flush_used().
+template <bool Packed>
+inline void stage_used(RingSlot& s, std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
+  if constexpr (Packed) s.packed.stage_used(id, len, ring_descs); else s.split.stage_used(id, len);
+}
 template <bool Packed>
 inline void stage_used(RingSlot& s, const DefaultChain& c, std::uint32_t len) noexcept {
-  if constexpr (Packed) s.packed.stage_used(c.id, len, c.ring_descs); else s.split.stage_used(c.id, len);
+  stage_used<Packed>(s, c.id, len, c.ring_descs);
 }
 
 inline constexpr std::uint32_t max_packet_bytes = 65535 + virtio::net_hdr_bytes;
@@ -260,11 +265,23 @@ inline void write_net_hdr(std::byte* dst, virtio::NetHdr& hdr, std::uint16_t num
 // Chains a burst takes from the ring before copying the first of them (see dequeue).
 inline constexpr std::uint16_t lookahead = 4;
 
-// Starts loading a chain's first buffer (a 64 B frame and its header span two cache lines).
+// Starts loading a buffer that holds a header and a 64 B frame: two cache lines. Write: for
+// ownership, as we are about to write it.
+template <bool Write = false>
+inline void prefetch_buffer(const std::byte* p) noexcept {
+  __builtin_prefetch(p, Write);
+  __builtin_prefetch(p + 64, Write);
+}
 inline void prefetch_first_buffer(const DefaultChain& c) noexcept {
-  if (c.segments == 0) [[unlikely]] return;
-  __builtin_prefetch(c.seg[0].host);
-  __builtin_prefetch(c.seg[0].host + 64);
+  if (c.segments != 0) [[likely]] prefetch_buffer(c.seg[0].host);
+}
+
+// The common RX case: header and frame in one buffer that fits `m`, copied inline.
+inline void copy_from_buffer(const std::byte* host, std::uint32_t frame, Mbuf* m, virtio::NetHdr& hdr) noexcept {
+  __builtin_memcpy(&hdr, host, sizeof hdr);
+  copy_bytes(m->data(), host + virtio::net_hdr_bytes, frame);
+  m->data_len = static_cast<std::uint16_t>(frame);
+  m->pkt_len = frame;
 }
 
 // Gives back chains[from, to) popped but not handled, in one step.
@@ -318,7 +335,7 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
       burst_descs += ring_descs;
       last_id = id;
     } else {
-      if constexpr (Packed) dev.stage_used(id, 0, ring_descs); else dev.stage_used(id, 0);
+      stage_used<Packed>(s, id, 0, ring_descs);
       ++used;
     }
   };
@@ -331,18 +348,11 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
       PackedBatch b;
       if (n - got >= batch &&
           dev.template pop_batch<false>(b, virtio::net_hdr_bytes, virtio::net_hdr_bytes + stash.top()->tailroom())) {
-        for (const auto& d : b) {
-          __builtin_prefetch(d.host);
-          __builtin_prefetch(d.host + 64);
-        }
+        for (const auto& d : b) prefetch_buffer(d.host);
         for (const auto& d : b) {
           Mbuf* m = stash.take();
           virtio::NetHdr hdr;
-          const std::uint32_t frame = d.len - virtio::net_hdr_bytes;
-          __builtin_memcpy(&hdr, d.host, sizeof hdr);
-          copy_bytes(m->data(), d.host + virtio::net_hdr_bytes, frame);
-          m->data_len = static_cast<std::uint16_t>(frame);
-          m->pkt_len = frame;
+          copy_from_buffer(d.host, d.len - virtio::net_hdr_bytes, m, hdr);
           retire(d.id, 1);
           deliver(m, hdr, true);
         }
@@ -376,11 +386,7 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
       Copied r;
       const std::uint32_t frame = c.readable_bytes - virtio::net_hdr_bytes;  // wraps when too short: checked
       if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
-        // Header and frame in one buffer that fits one mbuf, copied inline.
-        __builtin_memcpy(&hdr, c.seg[0].host, sizeof hdr);
-        copy_bytes(m->data(), c.seg[0].host + virtio::net_hdr_bytes, frame);
-        m->data_len = static_cast<std::uint16_t>(frame);
-        m->pkt_len = frame;
+        copy_from_buffer(c.seg[0].host, frame, m, hdr);
         r = Copied::ok;
       } else {
         r = copy_from_chain(c, m, stash.pool(), hdr);
@@ -416,10 +422,7 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
 // copy waits for its own lines in turn.
 template <bool Packed>
 inline void prefetch_rx_buffer(RingSlot& s, std::uint16_t ahead) noexcept {
-  if (const std::byte* p = engine<Packed>(s).peek_buffer(ahead)) {
-    __builtin_prefetch(p, 1);
-    __builtin_prefetch(p + 64, 1);
-  }
+  if (const std::byte* p = engine<Packed>(s).peek_buffer(ahead)) prefetch_buffer<true>(p);
 }
 
 // Copies `hdr` then `m` into the writable segments of chains[0..k).
@@ -459,6 +462,13 @@ inline void copy_to_chains(RingSlot& s, std::uint16_t k, const virtio::NetHdr& h
   }
 }
 
+// The common TX case: header and the one-segment packet `m` into one buffer that holds both.
+template <bool Offload>
+inline void copy_to_buffer(std::byte* dst, virtio::NetHdr& hdr, const Mbuf* m) noexcept {
+  write_net_hdr<Offload>(dst, hdr, 1);
+  copy_bytes(dst + virtio::net_hdr_bytes, m->data(), m->data_len);
+}
+
 // What enqueue_one() did with a packet.
 enum class Step : std::uint8_t { sent, dropped, stop };
 
@@ -482,9 +492,7 @@ inline Step enqueue_one(RingSlot& s, TxQueueCounters& counters, Mbuf* m, std::ui
   prefetch_rx_buffer<Packed>(s, lookahead - 2);
   // The common case: one mbuf into one writable buffer that holds it.
   if (m->nb_segs == 1 && first.segments == first.readable + 1 && first.writable_bytes >= need) [[likely]] {
-    std::byte* dst = first.seg[first.readable].host;
-    write_net_hdr<Offload>(dst, hdr, 1);
-    copy_bytes(dst + virtio::net_hdr_bytes, m->data(), m->data_len);
+    copy_to_buffer<Offload>(first.seg[first.readable].host, hdr, m);
     stage_used<Packed>(s, first, static_cast<std::uint32_t>(need));
     ++used;
     bytes += m->pkt_len;
@@ -492,15 +500,13 @@ inline Step enqueue_one(RingSlot& s, TxQueueCounters& counters, Mbuf* m, std::ui
   }
   std::uint64_t room = first.writable_bytes;
   std::uint16_t k = 1;
-  std::uint32_t descs = first.ring_descs;
   while (room < need && k < max_chains) {
     if (dev.pop(s.chains[k]) != Pop::chain) break;
     room += s.chains[k].writable_bytes;
-    descs += s.chains[k].ring_descs;
     ++k;
   }
   if (room < need) {
-    if constexpr (Packed) dev.unpop(descs); else dev.unpop(k);
+    unpop<Packed>(s, 0, k);
     if (k == max_chains || !Mergeable) [[unlikely]] {
       // The buffers offered are too small for this packet: drop it, keep the buffers.
       s.counters.too_small.add(1);
@@ -538,8 +544,7 @@ inline bool enqueue_batch(RingSlot& s, Mbuf* const* pkts, std::uint64_t& bytes) 
   for (std::uint16_t ahead = 0; ahead < batch; ++ahead) prefetch_rx_buffer<true>(s, ahead);  // the next line's
   for (std::uint16_t k = 0; k < batch; ++k) {
     const Mbuf* m = pkts[k];
-    write_net_hdr<Offload>(b[k].host, hdr[k], 1);
-    copy_bytes(b[k].host + virtio::net_hdr_bytes, m->data(), m->data_len);
+    copy_to_buffer<Offload>(b[k].host, hdr[k], m);
     s.packed.stage_used(b[k].id, m->pkt_len + virtio::net_hdr_bytes, 1);
     bytes += m->pkt_len;
   }
