@@ -49,7 +49,7 @@ std::string_view queue_error_name(QueueError e) noexcept;
 // The first error with what was seen, for a log line: "avail_index_jump (avail idx 7 with 25
 // taken)"; the bare name for errors that report no detail.
 std::string queue_error_detail(QueueError e, std::uint32_t detail);
-// Packs two 16-bit ring indices into a report() detail (index index_seen, `taken` before it).
+// Packs a report() detail for an index jump: the index seen, and how many were taken before it.
 constexpr std::uint32_t index_detail(std::uint16_t seen, std::uint16_t taken) noexcept {
   return (std::uint32_t{seen} << 16) | taken;
 }
