@@ -26,7 +26,7 @@ struct SplitPair {
   SplitDriver<std::uint32_t> drv;
   std::byte* bufs;
 
-  explicit SplitPair(bool indirect = true, bool event_idx = false) {
+  explicit SplitPair(bool indirect = true, bool event_idx = false, bool in_order = false) {
     ring.size = n;
     ring.desc = tm.alloc<SplitDesc>(split_desc_bytes(n), 16);
     ring.avail = tm.alloc<std::uint16_t>(split_avail_bytes(n), 2);
@@ -34,7 +34,7 @@ struct SplitPair {
     EXPECT_TRUE(check_split_ring(ring));
     bufs = tm.alloc(64 * 1024);
     dev.init(ring, &tm.mem(), &dev_health, indirect, event_idx, 0);
-    drv.init(ring, &drv_health, event_idx);
+    drv.init(ring, &drv_health, event_idx, in_order);
   }
   std::uint64_t buf(std::size_t off) const { return tm.guest(bufs + off); }
   // Raw access for hostile tests: descriptor i and "make head available".
@@ -90,8 +90,11 @@ TEST(Split, StagedUsedIsInvisibleUntilFlushedOrACacheLineOfEntriesIsFull) {
   EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 2);
 }
 
-TEST(Split, ChainsRoundTripThroughTheWrapOfEveryIndex) {
-  SplitPair p;
+// Both driver modes: descriptors from the free list, and in table order (IN_ORDER).
+class SplitRoundTrip : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SplitRoundTrip, ChainsRoundTripThroughTheWrapOfEveryIndex) {
+  SplitPair p(true, false, GetParam());
   DefaultChain c;
   std::uint32_t cookie = 0, got = 0, len = 0;
   for (std::uint32_t i = 0; i < 70000; ++i) {  // past the 16-bit index wrap
@@ -140,6 +143,76 @@ TEST(Split, ChainsRoundTripThroughTheWrapOfEveryIndex) {
   EXPECT_FALSE(p.drv_health.broken());
   EXPECT_EQ(p.dev.last_avail_idx(), p.drv.avail_idx());
   EXPECT_GT(got, 70000u);
+}
+
+std::string driver_mode(const ::testing::TestParamInfo<bool>& mode) { return mode.param ? "InOrder" : "FreeList"; }
+INSTANTIATE_TEST_SUITE_P(Split, SplitRoundTrip, ::testing::Bool(), driver_mode);
+
+// IN_ORDER (virtio 1.2 §2.7.8.2): chains take the table in order, across its end; a device may
+// write only the last used entry of a batch, so the driver reclaims by count, never by the ids
+// it reads; the avail ring, the same after a lap, is not written again.
+TEST(Split, InOrderDriverTakesTheTableInOrderAndReclaimsByCount) {
+  SplitPair p(true, false, true);
+  constexpr std::uint16_t n = SplitPair::n;
+  const Buffer one{p.buf(0), 64, false};
+  const Buffer two[2] = {{p.buf(0), 12, false}, {p.buf(12), 64, false}};
+  ASSERT_TRUE(p.drv.post(&one, 1, 10));
+  ASSERT_TRUE(p.drv.post(two, 2, 11));
+  ASSERT_TRUE(p.drv.post(&one, 1, 12));
+  p.drv.publish();
+  EXPECT_EQ(p.ring.avail_ring()[0], 0);
+  EXPECT_EQ(p.ring.avail_ring()[1], 1);
+  EXPECT_EQ(p.ring.avail_ring()[2], 3);
+  EXPECT_EQ(p.ring.desc[1].flags, desc_flag::next);
+  EXPECT_EQ(p.ring.desc[1].next, 2);
+  // The device used all three; as one that writes only a batch's last entry, the first two
+  // entries hold garbage.
+  DefaultChain c;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(p.dev.pop(c), Pop::chain);
+    p.dev.push_used(c.id, 0);
+  }
+  p.dev.flush_used();
+  p.ring.used_ring()[0] = {999, 7};
+  p.ring.used_ring()[1] = {999, 7};
+  std::uint32_t cookies[n], lens[n];
+  ASSERT_EQ(p.drv.reclaim(cookies, nullptr, n), 3);
+  EXPECT_EQ(cookies[0], 10u);
+  EXPECT_EQ(cookies[1], 11u);
+  EXPECT_EQ(cookies[2], 12u);
+  EXPECT_FALSE(p.drv_health.broken());
+  EXPECT_EQ(p.drv.free_descs(), n);
+
+  // Up to the table's end; then a chain of two wraps: its head is the last descriptor.
+  for (std::uint32_t i = 4; i < n - 1u; ++i) ASSERT_TRUE(p.drv.post(&one, 1, i));
+  ASSERT_TRUE(p.drv.post(two, 2, 1000));
+  p.drv.publish();
+  EXPECT_EQ(p.ring.avail_ring()[(n - 2) % n], n - 1);
+  EXPECT_EQ(p.ring.desc[n - 1].next, 0);
+  std::uint32_t popped = 0;
+  for (Pop r; (r = p.dev.pop(c)) == Pop::chain; ++popped) p.dev.push_used(c.id, 0);
+  EXPECT_EQ(c.id, n - 1);
+  EXPECT_EQ(c.segments, 2);
+  EXPECT_EQ(c.seg[1].host, p.bufs + 12);
+  p.dev.flush_used();
+  ASSERT_EQ(p.drv.reclaim(cookies, lens, n), popped);
+  EXPECT_EQ(cookies[popped - 1], 1000u);
+
+  // A full lap of one-descriptor chains: the next head is descriptor 1 (the wrapped chain took
+  // n - 1 and 0), at avail slot n - 1.
+  for (std::uint32_t i = 0; i < n; ++i) ASSERT_TRUE(p.drv.post(&one, 1, i)) << i;
+  p.drv.publish();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(p.dev.pop(c), Pop::chain);
+    EXPECT_EQ(c.id, (i + 1) % n);
+    p.dev.push_used(c.id, 64);
+  }
+  p.dev.flush_used();
+  ASSERT_EQ(p.drv.reclaim(cookies, lens, n), n);
+  EXPECT_EQ(lens[0], 64u);
+  EXPECT_EQ(p.ring.avail_ring()[(n - 1 + 0) % n], 1);
+  EXPECT_FALSE(p.dev_health.broken());
+  EXPECT_FALSE(p.drv_health.broken());
 }
 
 TEST(Split, FullRingRefusesPostsUntilReclaimed) {

@@ -80,8 +80,7 @@ struct VirtioRx final : RxCommon {
     if constexpr (Packed) {
       engine.init(p, &health, in_order, event_idx);
     } else {
-      (void)in_order;
-      engine.init(s, &health, event_idx);
+      engine.init(s, &health, event_idx, in_order);
     }
     engine.suppress_interrupts(true);  // we poll
   }
@@ -216,8 +215,7 @@ struct VirtioTx final : TxCommon {
     if constexpr (Packed) {
       engine.init(p, &health, in_order, event_idx);
     } else {
-      (void)in_order;
-      engine.init(s, &health, event_idx);
+      engine.init(s, &health, event_idx, in_order);
     }
     engine.suppress_interrupts(true);
   }
