@@ -330,18 +330,18 @@ class PackedDevice {
   bool event_idx_ = false;
 };
 
-// Driver side of one packed ring. With in_order the device may return one used descriptor for a
-// batch (§2.8.20): the chains up to and including the returned id are all done.
-template <class Cookie>
+// Driver side of one packed ring. InOrder (VIRTIO_F_IN_ORDER negotiated; a type, picked once):
+// the device may return one used descriptor for a batch (§2.8.20), the chains up to and
+// including the returned id all done.
+template <class Cookie, bool InOrder = false>
 class PackedDriver {
  public:
   // Control path. Also resets a running ring to its first state (index 0, wrap counters 1, every
   // id free) once drain() has taken the outstanding chains and the ring memory is zeroed: what a
   // new device is then given with SET_VRING_BASE 0x8000.
-  void init(const PackedRing& ring, QueueHealth* health, bool in_order, bool event_idx) {
+  void init(const PackedRing& ring, QueueHealth* health, bool event_idx) {
     ring_ = ring;
     health_ = health;
-    in_order_ = in_order;
     event_idx_ = event_idx;
     ids_.assign(ring.size, IdSlot{});
     for (std::uint32_t i = 0; i < ring.size; ++i) ids_[i].next_id = static_cast<std::uint16_t>(i + 1);
@@ -360,8 +360,11 @@ class PackedDriver {
   bool post(const Buffer* bufs, std::uint16_t n, Cookie cookie) noexcept {
     if (n == 0 || n > free_) return false;
     // In order: the id is the head's position, so the device's batch answers map to positions.
-    const std::uint16_t id = in_order_ ? avail_ : free_id_;
-    if (!in_order_) free_id_ = ids_[id].next_id;
+    std::uint16_t id = avail_;
+    if constexpr (!InOrder) {
+      id = free_id_;
+      free_id_ = ids_[id].next_id;
+    }
     const std::uint16_t head = avail_;
     const auto head_flags = static_cast<std::uint16_t>(
         (bufs[0].device_writes ? desc_flag::write : 0) | (n > 1 ? desc_flag::next : 0) | avail_bits());
@@ -407,7 +410,7 @@ class PackedDriver {
   // Takes up to `max` completed chains. Ids we did not post break the queue.
   std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {
     if (health_->broken()) [[unlikely]] return 0;
-    if (!in_order_) prefetch_used_lines();
+    if constexpr (!InOrder) prefetch_used_lines();
     std::uint16_t done = 0;
     while (done < max && outstanding_ > 0) {
       if (batch_id_ < 0) {
@@ -421,7 +424,7 @@ class PackedDriver {
           health_->report(QueueError::used_bad_id);
           break;
         }
-        if (!in_order_) {
+        if constexpr (!InOrder) {
           done = take(id, len, cookies, lens, done);
           continue;
         }
@@ -481,7 +484,7 @@ class PackedDriver {
     slot.chain_len = 0;
     free_ += n;
     --outstanding_;
-    if (!in_order_) {
+    if constexpr (!InOrder) {
       slot.next_id = free_id_;
       free_id_ = id;
     }
@@ -509,7 +512,6 @@ class PackedDriver {
   std::uint32_t batch_len_ = 0;
   std::uint16_t avail_ = 0, used_ = 0, kicked_ = 0;
   bool avail_wrap_ = true, used_wrap_ = true;
-  bool in_order_ = false;
   bool event_idx_ = false;
 };
 

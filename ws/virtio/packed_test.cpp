@@ -18,15 +18,17 @@ using test::TestMemory;
 constexpr std::uint16_t NX = desc_flag::next, WR = desc_flag::write, IND = desc_flag::indirect;
 constexpr std::uint16_t AV = desc_flag::avail, US = desc_flag::used;
 
-struct PackedPair {
+// InOrder: the driver's variant for a negotiated IN_ORDER.
+template <bool InOrder>
+struct PackedPairOf {
   TestMemory tm{1 << 20};
   PackedRing ring;
   QueueHealth dev_health, drv_health;
   PackedDevice<> dev;
-  PackedDriver<std::uint32_t> drv;
+  PackedDriver<std::uint32_t, InOrder> drv;
   std::byte* bufs;
 
-  explicit PackedPair(std::uint32_t n = 256, bool in_order = false, bool indirect = true, bool event_idx = false) {
+  explicit PackedPairOf(std::uint32_t n = 256, bool indirect = true, bool event_idx = false) {
     ring.size = n;
     ring.desc = tm.alloc<PackedDesc>(packed_desc_bytes(n), 16);
     ring.driver_event = tm.alloc<EventSuppress>(4, 4);
@@ -34,7 +36,7 @@ struct PackedPair {
     EXPECT_TRUE(check_packed_ring(ring));
     bufs = tm.alloc(64 * 1024);
     dev.init(ring, &tm.mem(), &dev_health, indirect, event_idx, 0x8000);  // wrap counter 1
-    drv.init(ring, &drv_health, in_order, event_idx);
+    drv.init(ring, &drv_health, event_idx);
   }
   std::uint64_t buf(std::size_t off) const { return tm.guest(bufs + off); }
   // Writes descriptor i as available for the first lap (wrap counter 1).
@@ -42,6 +44,8 @@ struct PackedPair {
     ring.desc[i] = PackedDesc{addr, len, id, static_cast<std::uint16_t>(flags | AV)};
   }
 };
+
+using PackedPair = PackedPairOf<false>;
 
 TEST(PackedRingCheck, RefusesBadSizes) {
   PackedPair p;
@@ -54,11 +58,9 @@ TEST(PackedRingCheck, RefusesBadSizes) {
   EXPECT_TRUE(check_packed_ring(r));
 }
 
-class PackedRoundTrip : public ::testing::TestWithParam<bool> {};  // in_order
-
-TEST_P(PackedRoundTrip, ChainsCrossTheRingEndAndWrapCountersFlip) {
-  const bool in_order = GetParam();
-  PackedPair p(7, in_order);  // odd size: chains of 2 straddle the end every other lap
+template <bool InOrder>
+void chains_cross_the_ring_end() {
+  PackedPairOf<InOrder> p(7);  // odd size: chains of 2 straddle the end every other lap
   PackedDevice<>::ChainT c;
   std::uint32_t cookies[8], lens[8];
   for (std::uint32_t i = 0; i < 5000; ++i) {
@@ -75,7 +77,7 @@ TEST_P(PackedRoundTrip, ChainsCrossTheRingEndAndWrapCountersFlip) {
     ASSERT_EQ(p.dev.pop(c), Pop::chain);
     EXPECT_EQ(c.writable_bytes, 1500u);
     EXPECT_EQ(p.dev.pop(c), Pop::empty);
-    if (in_order && i % 2 == 0) {
+    if (InOrder && i % 2 == 0) {
       p.dev.push_used(c.id, 700, 3);  // §2.8.20: one used descriptor for the batch
     } else {
       p.dev.push_used(first.id, 0, first.ring_descs);
@@ -89,6 +91,12 @@ TEST_P(PackedRoundTrip, ChainsCrossTheRingEndAndWrapCountersFlip) {
   EXPECT_EQ(p.drv.free_descs(), 7u);
   EXPECT_FALSE(p.dev_health.broken());
   EXPECT_FALSE(p.drv_health.broken());
+}
+
+class PackedRoundTrip : public ::testing::TestWithParam<bool> {};  // in_order
+
+TEST_P(PackedRoundTrip, ChainsCrossTheRingEndAndWrapCountersFlip) {
+  GetParam() ? chains_cross_the_ring_end<true>() : chains_cross_the_ring_end<false>();
 }
 
 INSTANTIATE_TEST_SUITE_P(InOrder, PackedRoundTrip, ::testing::Bool());
@@ -115,7 +123,7 @@ TEST(Packed, UnpopRewindsAcrossTheRingEnd) {
 }
 
 TEST(Packed, InOrderBatchCutByTheBurstSizeResumes) {
-  PackedPair p(16, true);
+  PackedPairOf<true> p(16);
   const Buffer b{p.buf(0), 64, false};
   PackedDevice<>::ChainT c;
   for (std::uint32_t i = 0; i < 3; ++i) {
@@ -313,7 +321,7 @@ TEST(Packed, IndirectTableAndGetVringBase) {
 }
 
 TEST(Packed, EventSuppression) {
-  PackedPair p(8, false, true, true);
+  PackedPair p(8, true, true);
   const Buffer b{p.buf(0), 64, false};
   p.dev.suppress_kicks(true);
   ASSERT_TRUE(p.drv.post(&b, 1, 1));
@@ -410,14 +418,12 @@ TEST(PackedDriverSide, RefusesIdsItNeverPosted) {
   EXPECT_EQ(p.drv_health.first_error(), QueueError::used_bad_id);
 }
 
-class PackedDriverReset : public ::testing::TestWithParam<bool> {};  // in_order
-
 // A device goes away mid-lap holding chains (virtio_user server=1, a backend restart): drain()
 // hands back exactly what it held, and init() on the zeroed ring starts over for a new device
 // given base 0x8000 (index 0, wrap counter 1).
-TEST_P(PackedDriverReset, DrainThenInitStartsOverForANewDeviceAtBase0x8000) {
-  const bool in_order = GetParam();
-  PackedPair p(7, in_order);
+template <bool InOrder>
+void drain_then_init_starts_over() {
+  PackedPairOf<InOrder> p(7);
   const Buffer b{p.buf(0), 64, false};
   PackedDevice<>::ChainT c;
   std::uint32_t cookies[8];
@@ -439,7 +445,7 @@ TEST_P(PackedDriverReset, DrainThenInitStartsOverForANewDeviceAtBase0x8000) {
   std::memset(p.ring.desc, 0, packed_desc_bytes(p.ring.size));
   *p.ring.driver_event = {};
   *p.ring.device_event = {};
-  p.drv.init(p.ring, &p.drv_health, in_order, false);
+  p.drv.init(p.ring, &p.drv_health, false);
   EXPECT_EQ(p.drv.outstanding(), 0u);
   EXPECT_EQ(p.drv.free_descs(), 7u);
   PackedDevice<> fresh;
@@ -455,6 +461,12 @@ TEST_P(PackedDriverReset, DrainThenInitStartsOverForANewDeviceAtBase0x8000) {
   EXPECT_EQ(p.drv.outstanding(), 0u);
   EXPECT_FALSE(p.dev_health.broken());
   EXPECT_FALSE(p.drv_health.broken());
+}
+
+class PackedDriverReset : public ::testing::TestWithParam<bool> {};  // in_order
+
+TEST_P(PackedDriverReset, DrainThenInitStartsOverForANewDeviceAtBase0x8000) {
+  GetParam() ? drain_then_init_starts_over<true>() : drain_then_init_starts_over<false>();
 }
 
 INSTANTIATE_TEST_SUITE_P(InOrder, PackedDriverReset, ::testing::Bool());

@@ -241,25 +241,25 @@ struct Buffer {
   bool device_writes;
 };
 
-// Driver side of one split ring; Cookie identifies what a chain carried (an Mbuf*). One thread
-// calls post/publish/reclaim; init is control path.
-template <class Cookie>
+// Driver side of one split ring; Cookie identifies what a chain carried (an Mbuf*). InOrder:
+// VIRTIO_F_IN_ORDER negotiated (a type, picked once). One thread calls post/publish/reclaim;
+// init is control path.
+template <class Cookie, bool InOrder = false>
 class SplitDriver {
  public:
   // Control path: `ring` lies in memory the device shares, zeroed. Allocates the private state.
-  // With in_order (VIRTIO_F_IN_ORDER negotiated) descriptors are used in table order, as DPDK's
-  // in-order driver does (virtio 1.2 §2.7.5.1): a chain of one descriptor sits at the avail
-  // slot of the same number, so after the first lap the avail ring is never written again and
-  // its lines stay clean in the device's cache. Completions come back in posting order, so
+  // InOrder: descriptors are used in table order, as DPDK's in-order driver does (virtio 1.2
+  // §2.7.5.1): a chain of one descriptor sits at the avail slot of the same number, so after
+  // the first lap the avail ring is never written again and its lines stay clean in the
+  // device's cache. Completions come back in posting order, so
   // reclaim reads only used->idx (and the lengths the caller asks for), never the ids: the
   // device may skip the entries of a batch but the last (§2.7.8.2), and a TX ring's used lines
   // stay the device's to write.
-  void init(const SplitRing& ring, QueueHealth* health, bool event_idx, bool in_order = false) {
+  void init(const SplitRing& ring, QueueHealth* health, bool event_idx) {
     ring_ = ring;
     mask_ = static_cast<std::uint16_t>(ring.size - 1);
     health_ = health;
     event_idx_ = event_idx;
-    in_order_ = in_order;
     next_desc_ = done_desc_ = 0;
     next_.assign(ring.size, 0);
     chain_len_.assign(ring.size, 0);
@@ -276,7 +276,7 @@ class SplitDriver {
   // publish). False when fewer than n descriptors are free.
   bool post(const Buffer* bufs, std::uint16_t n, Cookie cookie) noexcept {
     if (n == 0 || n > free_) return false;
-    const std::uint16_t head = in_order_ ? next_desc_ : free_head_;
+    const std::uint16_t head = InOrder ? next_desc_ : free_head_;
     std::uint16_t i = head;
     for (std::uint16_t k = 0; k < n; ++k) {
       SplitDesc& d = ring_.desc[i];
@@ -287,7 +287,7 @@ class SplitDriver {
       d.next = next_[i];  // in order, the free list is the table's order: i + 1
       if (k + 1 < n) i = next_[i];
     }
-    if (in_order_) {
+    if constexpr (InOrder) {
       next_desc_ = next_[i];
     } else {
       free_head_ = next_[i];
@@ -296,7 +296,7 @@ class SplitDriver {
     chain_len_[head] = n;
     cookie_[head] = cookie;
     std::uint16_t& slot = ring_.avail_ring()[avail_ & mask_];
-    if (!in_order_ || detail::load_once(&slot) != head) slot = head;  // in order: unchanged after a lap
+    if (!InOrder || detail::load_once(&slot) != head) slot = head;  // in order: unchanged after a lap
     ++avail_;
     return true;
   }
@@ -328,7 +328,7 @@ class SplitDriver {
       return 0;
     }
     const std::uint16_t n = ready < max ? ready : max;
-    if (in_order_) return reclaim_in_order(cookies, lens, n);
+    if constexpr (InOrder) return reclaim_in_order(cookies, lens, n);
     for (std::uint16_t k = 0; k < n; ++k) {
       const UsedElem* e = &ring_.used_ring()[last_used_ & mask_];
       const std::uint32_t id = detail::load_once(&e->id);
@@ -397,7 +397,6 @@ class SplitDriver {
   std::uint16_t next_desc_ = 0;  // in order: the next chain's head (table order)
   std::uint16_t done_desc_ = 0;  // in order: the head of the oldest chain not reclaimed
   bool event_idx_ = false;
-  bool in_order_ = false;
 };
 
 }  // namespace ws::virtio

@@ -17,16 +17,18 @@ namespace {
 
 using test::TestMemory;
 
-struct SplitPair {
+// InOrder: the driver's variant for a negotiated IN_ORDER.
+template <bool InOrder>
+struct SplitPairOf {
   static constexpr std::uint32_t n = 256;
   TestMemory tm{1 << 20};
   SplitRing ring;
   QueueHealth dev_health, drv_health;
   SplitDevice<> dev;
-  SplitDriver<std::uint32_t> drv;
+  SplitDriver<std::uint32_t, InOrder> drv;
   std::byte* bufs;
 
-  explicit SplitPair(bool indirect = true, bool event_idx = false, bool in_order = false) {
+  explicit SplitPairOf(bool indirect = true, bool event_idx = false) {
     ring.size = n;
     ring.desc = tm.alloc<SplitDesc>(split_desc_bytes(n), 16);
     ring.avail = tm.alloc<std::uint16_t>(split_avail_bytes(n), 2);
@@ -34,7 +36,7 @@ struct SplitPair {
     EXPECT_TRUE(check_split_ring(ring));
     bufs = tm.alloc(64 * 1024);
     dev.init(ring, &tm.mem(), &dev_health, indirect, event_idx, 0);
-    drv.init(ring, &drv_health, event_idx, in_order);
+    drv.init(ring, &drv_health, event_idx);
   }
   std::uint64_t buf(std::size_t off) const { return tm.guest(bufs + off); }
   // Raw access for hostile tests: descriptor i and "make head available".
@@ -54,6 +56,8 @@ struct SplitPair {
     drv.publish();
   }
 };
+
+using SplitPair = SplitPairOf<false>;
 
 TEST(SplitRingCheck, RefusesBadSizesAndAlignment) {
   SplitPair p;
@@ -90,11 +94,10 @@ TEST(Split, StagedUsedIsInvisibleUntilFlushedOrACacheLineOfEntriesIsFull) {
   EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 2);
 }
 
-// Both driver modes: descriptors from the free list, and in table order (IN_ORDER).
-class SplitRoundTrip : public ::testing::TestWithParam<bool> {};
-
-TEST_P(SplitRoundTrip, ChainsRoundTripThroughTheWrapOfEveryIndex) {
-  SplitPair p(true, false, GetParam());
+// Both driver variants: descriptors from the free list, and in table order (IN_ORDER).
+template <bool InOrder>
+void chains_round_trip() {
+  SplitPairOf<InOrder> p;
   DefaultChain c;
   std::uint32_t cookie = 0, got = 0, len = 0;
   for (std::uint32_t i = 0; i < 70000; ++i) {  // past the 16-bit index wrap
@@ -137,12 +140,18 @@ TEST_P(SplitRoundTrip, ChainsRoundTripThroughTheWrapOfEveryIndex) {
     }
     ++cookie;
   }
-  EXPECT_EQ(p.drv.free_descs(), SplitPair::n);
+  EXPECT_EQ(p.drv.free_descs(), p.n);
   EXPECT_EQ(p.drv.outstanding(), 0);
   EXPECT_FALSE(p.dev_health.broken());
   EXPECT_FALSE(p.drv_health.broken());
   EXPECT_EQ(p.dev.last_avail_idx(), p.drv.avail_idx());
   EXPECT_GT(got, 70000u);
+}
+
+class SplitRoundTrip : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SplitRoundTrip, ChainsRoundTripThroughTheWrapOfEveryIndex) {
+  GetParam() ? chains_round_trip<true>() : chains_round_trip<false>();
 }
 
 std::string driver_mode(const ::testing::TestParamInfo<bool>& mode) { return mode.param ? "InOrder" : "FreeList"; }
@@ -152,8 +161,8 @@ INSTANTIATE_TEST_SUITE_P(Split, SplitRoundTrip, ::testing::Bool(), driver_mode);
 // write only the last used entry of a batch, so the driver reclaims by count, never by the ids
 // it reads; the avail ring, the same after a lap, is not written again.
 TEST(Split, InOrderDriverTakesTheTableInOrderAndReclaimsByCount) {
-  SplitPair p(true, false, true);
-  constexpr std::uint16_t n = SplitPair::n;
+  SplitPairOf<true> p;
+  constexpr std::uint16_t n = SplitPairOf<true>::n;
   const Buffer one{p.buf(0), 64, false};
   const Buffer two[2] = {{p.buf(0), 12, false}, {p.buf(12), 64, false}};
   ASSERT_TRUE(p.drv.post(&one, 1, 10));

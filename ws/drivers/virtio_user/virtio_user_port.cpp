@@ -49,20 +49,35 @@ struct Options {
   bool packed = false, in_order = true, mrg = true, server = false, csum = false, tso = false, event_idx = true;
 };
 
-// Queue variants, one instance per feature combination (DESIGN.md: picked once, never per packet).
-template <bool Packed, bool Offload>
-std::unique_ptr<RxCommon> make_rx(bool mergeable) {
-  if (mergeable) return std::make_unique<VirtioRx<Packed, true, Offload>>();
-  return std::make_unique<VirtioRx<Packed, false, Offload>>();
+// Calls f.template operator()<B...>() with each combination of N bools until one returns true;
+// whether one did. Walks the queue variants (one instance per feature combination).
+template <std::size_t N, bool... Bs, class F>
+bool any_variant(F& f) {
+  if constexpr (sizeof...(Bs) == N) {
+    return f.template operator()<Bs...>();
+  } else {
+    return any_variant<N, Bs..., false>(f) || any_variant<N, Bs..., true>(f);
+  }
 }
-template <bool Offload>
-std::unique_ptr<RxCommon> make_rx(bool packed, bool mergeable) {
-  return packed ? make_rx<true, Offload>(mergeable) : make_rx<false, Offload>(mergeable);
+
+// Queue variants, picked once from the negotiated features (DESIGN.md: never per packet).
+std::unique_ptr<RxCommon> make_rx(bool packed, bool in_order, bool mergeable, bool offload) {
+  std::unique_ptr<RxCommon> q;
+  auto pick = [&]<bool P, bool I, bool M, bool O>() {
+    if (P == packed && I == in_order && M == mergeable && O == offload) q = std::make_unique<VirtioRx<P, I, M, O>>();
+    return q != nullptr;
+  };
+  any_variant<4>(pick);
+  return q;
 }
-template <bool Offload>
-std::unique_ptr<TxCommon> make_tx(bool packed) {
-  if (packed) return std::make_unique<VirtioTx<true, Offload>>();
-  return std::make_unique<VirtioTx<false, Offload>>();
+std::unique_ptr<TxCommon> make_tx(bool packed, bool in_order, bool offload) {
+  std::unique_ptr<TxCommon> q;
+  auto pick = [&]<bool P, bool I, bool O>() {
+    if (P == packed && I == in_order && O == offload) q = std::make_unique<VirtioTx<P, I, O>>();
+    return q != nullptr;
+  };
+  any_variant<3>(pick);
+  return q;
 }
 
 struct RingMem {
@@ -106,7 +121,7 @@ class VirtioUserPort final : public Port {
                   c.rx_queues, c.tx_queues, o_.queues);
     rxq_.clear();
     txq_.clear();
-    const bool p = packed(), m = has(features_, feature::mrg_rxbuf);
+    const bool p = packed(), io = has(features_, feature::in_order), m = has(features_, feature::mrg_rxbuf);
     // Offload variants only where there is something to map: the device's headers may carry
     // state (GUEST_CSUM), ours may carry requests (CSUM), or the application will ask for TX
     // offloads that must then be done in software.
@@ -115,8 +130,8 @@ class VirtioUserPort final : public Port {
     const bool ol_out = tx_ol.any() || c.tx_offloads != 0;
     for (std::uint16_t q = 0; q < c.rx_queues; ++q) {
       // Variants picked once from the negotiated features (DESIGN.md: never per packet).
-      rxq_.push_back(ol_in ? make_rx<true>(p, m) : make_rx<false>(p, m));
-      txq_.push_back(ol_out ? make_tx<true>(p) : make_tx<false>(p));
+      rxq_.push_back(make_rx(p, io, m, ol_in));
+      txq_.push_back(make_tx(p, io, ol_out));
       txq_.back()->offload = tx_ol;
     }
     return {};
@@ -163,12 +178,7 @@ class VirtioUserPort final : public Port {
 
  private:
   bool packed() const { return has(features_, feature::ring_packed); }
-  // Publishes queue q as whichever of Variants it is (control path, once per start).
-  template <class... Variants, class Base>
-  void publish_variant(std::uint16_t q, Base* base) {
-    const bool found = ((publish_if<Variants>(q, base)) || ...);
-    if (!found) std::abort();  // a variant make_rx/make_tx can build is missing from the list
-  }
+  // Publishes queue q if it is a Q (control path, once per start).
   template <class Q, class Base>
   bool publish_if(std::uint16_t q, Base* base) {
     auto* v = dynamic_cast<Q*>(base);
@@ -355,7 +365,6 @@ Result<RingMem*> VirtioUserPort::ring_memory(std::uint32_t r) {
 }
 
 Result<void> VirtioUserPort::do_start() {
-  const bool in_order = has(features_, feature::in_order);
   for (std::size_t q = 0; q < rxq_.size(); ++q) {
     if (rxq_[q]->pool == nullptr) return fail("RX queue {} was not set up", q);
     txq_[q]->zero_hdr = iova(zero_hdr_);
@@ -365,7 +374,7 @@ Result<void> VirtioUserPort::do_start() {
     RingMem& m = *rings_[r];
     std::memset(m.base, 0, m.bytes);  // a restart begins from index 0
     queues[r]->health.reset();
-    queues[r]->init(m.split, m.packed, in_order, has(features_, feature::event_idx));
+    queues[r]->init(m.split, m.packed, has(features_, feature::event_idx));
   }
   for (auto& q : rxq_) q->fill();
   call_fds_.assign(queues.size(), -1);
@@ -373,11 +382,9 @@ Result<void> VirtioUserPort::do_start() {
   for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
     rxq_[q]->port_id = id();
     // Publish the exact instance type so the trampoline calls the template's burst directly.
-    publish_variant<VirtioRx<true, true, false>, VirtioRx<true, false, false>, VirtioRx<false, true, false>,
-                    VirtioRx<false, false, false>, VirtioRx<true, true, true>, VirtioRx<true, false, true>,
-                    VirtioRx<false, true, true>, VirtioRx<false, false, true>>(q, rxq_[q].get());
-    publish_variant<VirtioTx<true, false>, VirtioTx<false, false>, VirtioTx<true, true>, VirtioTx<false, true>>(
-        q, txq_[q].get());
+    auto rx = [&]<bool P, bool I, bool M, bool O>() { return publish_if<VirtioRx<P, I, M, O>>(q, rxq_[q].get()); };
+    auto tx = [&]<bool P, bool I, bool O>() { return publish_if<VirtioTx<P, I, O>>(q, txq_[q].get()); };
+    if (!any_variant<4>(rx) || !any_variant<3>(tx)) std::abort();  // make_rx/make_tx built something else
   }
   if (listen_fd_ >= 0) {  // server=1: serve a backend that goes away and comes back
     monitor_stop_.store(false, std::memory_order_relaxed);
@@ -464,7 +471,7 @@ void VirtioUserPort::reset_rings() {
     RingMem& m = *rings_[r];
     std::memset(m.base, 0, m.bytes);
     q.health.reset();  // a ring the old backend broke works again with the new one
-    q.init(m.split, m.packed, has(features_, feature::in_order), has(features_, feature::event_idx));
+    q.init(m.split, m.packed, has(features_, feature::event_idx));
   }
   for (auto& q : rxq_) q->fill();
   for (QueueCommon* q : queues) q->gate.open();

@@ -19,8 +19,9 @@
 
 namespace ws::virtio_user_pmd {
 
-template <bool Packed>
-using DriverEngine = std::conditional_t<Packed, virtio::PackedDriver<Mbuf*>, virtio::SplitDriver<Mbuf*>>;
+template <bool Packed, bool InOrder>
+using DriverEngine =
+    std::conditional_t<Packed, virtio::PackedDriver<Mbuf*, InOrder>, virtio::SplitDriver<Mbuf*, InOrder>>;
 
 inline std::uint64_t iova(const void* p) noexcept { return reinterpret_cast<std::uint64_t>(p); }  // IOVA = VA
 
@@ -47,7 +48,7 @@ std::uint32_t free_completed(Engine& engine) noexcept {
 // Control-path view of a queue, whatever its variant.
 struct QueueCommon : QueueBase {
   virtual ~QueueCommon() = default;
-  virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) = 0;
+  virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool event_idx) = 0;
   virtual std::uint32_t fill() = 0;        // RX: post buffers; returns how many
   // Ring stopped (or gate closed): frees what the ring holds. Returns how many packets that
   // drops: TX, those taken but never completed by the device; RX, buffers the device filled
@@ -71,16 +72,17 @@ struct alignas(cache_line_bytes) RxCommon : QueueCommon {
   std::uint16_t partial_left = 0;
 };
 
-// Offload: the device's header (GUEST_CSUM/GUEST_TSO negotiated) becomes mbuf flags.
-template <bool Packed, bool Mergeable, bool Offload>
+// InOrder: IN_ORDER negotiated. Offload: the device's header (GUEST_CSUM/GUEST_TSO negotiated)
+// becomes mbuf flags.
+template <bool Packed, bool InOrder, bool Mergeable, bool Offload>
 struct VirtioRx final : RxCommon {
-  DriverEngine<Packed> engine;
+  DriverEngine<Packed, InOrder> engine;
 
-  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) override {
+  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool event_idx) override {
     if constexpr (Packed) {
-      engine.init(p, &health, in_order, event_idx);
+      engine.init(p, &health, event_idx);
     } else {
-      engine.init(s, &health, event_idx, in_order);
+      engine.init(s, &health, event_idx);
     }
     engine.suppress_interrupts(true);  // we poll
   }
@@ -207,15 +209,15 @@ struct alignas(cache_line_bytes) TxCommon : QueueCommon {
 
 // Offload: TX checksum/TSO requests go into the pushed header; a packet that cannot carry its
 // own header (shared, chained) has its checksums done in software and a TSO request refused.
-template <bool Packed, bool Offload>
+template <bool Packed, bool InOrder, bool Offload>
 struct VirtioTx final : TxCommon {
-  DriverEngine<Packed> engine;
+  DriverEngine<Packed, InOrder> engine;
 
-  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool in_order, bool event_idx) override {
+  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool event_idx) override {
     if constexpr (Packed) {
-      engine.init(p, &health, in_order, event_idx);
+      engine.init(p, &health, event_idx);
     } else {
-      engine.init(s, &health, event_idx, in_order);
+      engine.init(s, &health, event_idx);
     }
     engine.suppress_interrupts(true);
   }
