@@ -2,6 +2,8 @@
 #include "ws/virtio/vhost_user.hpp"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -279,6 +281,38 @@ Result<void> send_message(int sock, const Message& msg, std::span<const int> fds
   if (static_cast<std::size_t>(n) != iov.iov_len)
     return fail("vhost-user {}: short send ({} of {} bytes)", request_name(msg.header.request), n, iov.iov_len);
   return {};
+}
+
+Result<int> listen_unix(const std::string& path) {
+  sockaddr_un addr{};
+  const std::string temp = fmt::format("{}.{}.tmp", path, ::getpid());
+  if (temp.size() >= sizeof(addr.sun_path))
+    return fail("socket path '{}' is too long: {} bytes at most here", path,
+                sizeof(addr.sun_path) - 1 - (temp.size() - path.size()));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode))
+    return fail("'{}' exists and is not a socket", path);
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, temp.c_str(), temp.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail("socket for '{}': {}", path, std::strerror(errno));
+  ::unlink(temp.c_str());  // left by a process of the same pid that died here
+  // rename() replaces a stale socket at `path` in one step: the name never points at nothing.
+  const char* failed = nullptr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    failed = "bind";
+  } else if (::listen(fd, 8) != 0) {
+    failed = "listen";
+  } else if (::rename(temp.c_str(), path.c_str()) != 0) {
+    failed = "rename into place";
+  }
+  if (failed != nullptr) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    ::close(fd);
+    return fail("cannot listen on '{}': {}: {}", path, failed, std::strerror(err));
+  }
+  return fd;
 }
 
 }  // namespace ws::virtio::vhost_user

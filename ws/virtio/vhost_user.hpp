@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "ws/core/result.hpp"
@@ -141,5 +142,11 @@ Result<Message> recv_message(int sock, FdSet& fds);
 Result<Message> recv_reply(int sock, Request request, std::uint32_t size);
 // Sends header + payload (header.size bytes) with `fds` attached.
 Result<void> send_message(int sock, const Message& msg, std::span<const int> fds = {});
+
+// The server side's socket: listening at `path`, which appears only once it accepts connections
+// (bound under a temporary name beside it, then renamed into place), so a peer that waits for the
+// file and connects at once is never refused, however late this thread runs. A stale socket at
+// `path` is replaced; anything else there is an error. Returns the listening fd.
+Result<int> listen_unix(const std::string& path);
 
 }  // namespace ws::virtio::vhost_user

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "ws/virtio/split.hpp"
@@ -113,6 +116,43 @@ TEST(VhostUserSocket, PassesFdsAndRefusesTooMany) {
   ASSERT_FALSE(closed);
   EXPECT_NE(closed.error().message.find("closed"), std::string::npos);
   ::close(sv[1]);
+}
+
+// The server's socket is there only once it listens: a peer that connects as soon as the file
+// appears is never refused. A stale socket is replaced; a file that is not a socket is an error.
+TEST(VhostUserSocket, ListeningSocketAppearsWhenItAcceptsAndReplacesAStaleOne) {
+  char dir[] = "/tmp/ws-listen-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/vhost.sock";
+  auto connect_to = [&path] {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+  };
+  for (int round = 0; round < 2; ++round) {  // the second finds the first's socket, stale once closed
+    auto fd = listen_unix(path);
+    ASSERT_TRUE(fd) << fd.error().message;
+    EXPECT_TRUE(connect_to());
+    ::close(*fd);
+    EXPECT_FALSE(connect_to()) << "nobody listens any more";
+  }
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) left.push_back(e.path().filename());
+  EXPECT_EQ(left, std::vector<std::string>{"vhost.sock"}) << "no temporary name left behind";
+
+  ::unlink(path.c_str());
+  ::close(::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  auto not_socket = listen_unix(path);
+  ASSERT_FALSE(not_socket);
+  EXPECT_NE(not_socket.error().message.find("is not a socket"), std::string::npos) << not_socket.error().message;
+  auto too_long = listen_unix(std::string(dir) + "/" + std::string(100, 'x'));
+  ASSERT_FALSE(too_long);
+  EXPECT_NE(too_long.error().message.find("too long"), std::string::npos) << too_long.error().message;
+  std::filesystem::remove_all(dir);
 }
 
 // A frontend's memory: one memfd, mapped here at `host`; guest address = user address = host.

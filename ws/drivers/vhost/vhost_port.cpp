@@ -112,14 +112,9 @@ class VhostPort final : public Port, public virtio::RingListener {
 
   Result<void> open() {
     if (!client_) {
-      sockaddr_un addr;
-      std::string err;
-      listen_fd_ = unix_socket(iface_, addr, err);
-      if (listen_fd_ < 0) return fail("device '{}': key 'iface': {}", name(), err);
-      struct stat st {};
-      if (::stat(iface_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(iface_.c_str());  // stale socket
-      if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 1) != 0)
-        return fail("device '{}': key 'iface' value '{}': cannot listen: {}", name(), iface_, std::strerror(errno));
+      auto fd = vu::listen_unix(iface_);
+      if (!fd) return with_context(fd.error(), fmt::format("device '{}': key 'iface'", name()));
+      listen_fd_ = *fd;
     }
     thread_ = std::thread([this] { serve(); });
     return {};

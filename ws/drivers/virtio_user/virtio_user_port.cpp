@@ -255,6 +255,17 @@ Result<std::uint64_t> VirtioUserPort::get_u64(vu::Request r) {
 }
 
 Result<void> VirtioUserPort::connect_and_negotiate() {
+  if (o_.server) {
+    auto listening = vu::listen_unix(o_.path);
+    if (!listening) return with_context(listening.error(), fmt::format("device '{}': key 'path'", name()));
+    listen_fd_ = *listening;  // kept: a backend that goes away may come back (monitor())
+    pollfd p{listen_fd_, POLLIN, 0};
+    std::printf("virtio_user %s: waiting for the vhost backend to connect to %s\n", name().c_str(), o_.path.c_str());
+    std::fflush(stdout);
+    sock_ = ::poll(&p, 1, 30000) == 1 ? ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+    if (sock_ < 0) return fail("device '{}': key 'server'=1: no backend connected to '{}' within 30 s", name(), o_.path);
+    return negotiate();
+  }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (o_.path.size() >= sizeof(addr.sun_path))
@@ -262,29 +273,13 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
   std::memcpy(addr.sun_path, o_.path.c_str(), o_.path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return fail("device '{}': socket: {}", name(), std::strerror(errno));
-  if (o_.server) {
-    struct stat st {};
-    if (::stat(o_.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(o_.path.c_str());
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 1) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return fail("device '{}': key 'path' value '{}': cannot listen: {}", name(), o_.path, std::strerror(err));
-    }
-    pollfd p{fd, POLLIN, 0};
-    std::printf("virtio_user %s: waiting for the vhost backend to connect to %s\n", name().c_str(), o_.path.c_str());
-    std::fflush(stdout);
-    sock_ = ::poll(&p, 1, 30000) == 1 ? ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC) : -1;
-    listen_fd_ = fd;  // kept: a backend that goes away may come back (monitor())
-    if (sock_ < 0) return fail("device '{}': key 'server'=1: no backend connected to '{}' within 30 s", name(), o_.path);
-  } else {
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return fail("device '{}': key 'path' value '{}': cannot connect: {} (is the vhost backend running?)", name(),
-                  o_.path, std::strerror(err));
-    }
-    sock_ = fd;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail("device '{}': key 'path' value '{}': cannot connect: {} (is the vhost backend running?)", name(),
+                o_.path, std::strerror(err));
   }
+  sock_ = fd;
   return negotiate();
 }
 
