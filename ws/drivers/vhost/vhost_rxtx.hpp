@@ -398,8 +398,9 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
       if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
         copy_from_buffer(c.seg[0].host, frame, m, hdr);
         r = Copied::ok;
-      } else if (Linear && c.readable_bytes >= virtio::net_hdr_bytes && frame > m->tailroom()) {
-        r = Copied::not_linear;
+      } else if (Linear && c.readable_bytes >= virtio::net_hdr_bytes && c.readable_bytes <= max_packet_bytes &&
+                 frame > m->tailroom()) {
+        r = Copied::not_linear;  // a sound chain, too long for one mbuf (an unsound one stays bad_packet)
       } else {
         r = copy_from_chain(c, m, stash.pool(), hdr);
       }
