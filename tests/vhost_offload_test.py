@@ -129,11 +129,12 @@ class OffloadBase(vp.PairBase):
                                                                 os.path.join(self.tmp.name, tag + ".json")]
                           + vp.POOL, stdin=subprocess.PIPE)
 
-    def our_receiver(self, lcores, vdev, tag, duration):
+    def our_receiver(self, lcores, vdev, tag, duration, app=()):
         return self.start([vp.BINARY, "--no-huge", "--log-level", "info"] + lcores + ["--vdev", vdev, "--vdev", self.tx_pcap(), "--",
                                                                 "--forward-mode=io", "--auto-start", "--nb-cores=1",
                                                                 "--duration", str(duration), "--summary-json",
-                                                                os.path.join(self.tmp.name, tag + ".json")] + vp.POOL)
+                                                                os.path.join(self.tmp.name, tag + ".json")]
+                          + vp.POOL + list(app))
 
     def dpdk_args(self, lcores, vdevs, app, prefix, huge):
         mem = ["-m", "512", "--in-memory"] if huge else ["--no-huge", "-m", "512"]
@@ -211,6 +212,24 @@ class OursWithOurs(OffloadBase):
                 self.check_delivered("virtio_user -> net_vhost, packed={}".format(packed))
                 self.tearDown()
                 self.setUp()
+
+    def test_legacy_ol_flags_leave_checksums_to_the_next_port(self):
+        """net_vhost legacy-ol-flags=1 (DPDK's legacy mode): the frontend's NEEDS_CSUM becomes a
+        TX checksum request on the mbuf, and the pcap port the receiver forwards to (asked for
+        checksum offloads, done in software) completes it: the pcap is right only if every
+        request was turned into the right flags and lengths."""
+        rx = self.our_receiver(vp.VHOST_LCORES, "eth_vhost0,iface={},legacy-ol-flags=1".format(self.sock), "vhost", 6,
+                               app=["--tx-offloads=0xe"])
+        self.assertTrue(vp.wait_for_socket(self.sock, rx))
+        tx = self.our_sender(vp.VIRTIO_LCORES, "net_virtio_user0,path={},csum=1,packed_vq=1".format(self.sock),
+                             "virtio")
+        self.say(tx, "start", pause=2.0)
+        self.say(tx, "stop", "quit")
+        tout, rout = self.finish(tx), self.finish(rx)
+        self.check_ours("virtio", tout, tx=COUNT)
+        self.check_ours("vhost", rout, rx=COUNT)
+        self.assertTrue(negotiated(tout) & CSUM, tout[-2000:])
+        self.check_delivered("virtio_user -> net_vhost legacy-ol-flags=1 -> pcap")
 
     def test_vhost_sends_virtio_user_completes(self):
         for packed in (0, 1):

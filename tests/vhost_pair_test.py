@@ -218,11 +218,27 @@ class OursWithOurs(PairBase):
 
     def test_client_mode_backend_and_server_mode_frontend(self):
         """virtio_user server=1 listens; net_vhost client=1 connects (and would reconnect)."""
-        dev = "virtio_user0,path={},queues=1,packed_vq=1,server=1".format(self.sock)
-        virtio = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
-                                                          "--nb-cores=1"], "virtio", 2))
+        self.client_and_server("net_vhost0,iface={sock},client=1",
+                               "virtio_user0,path={sock},queues=1,packed_vq=1,server=1")
+
+    def test_dpdk_device_strings(self):
+        """DPDK's own device strings (names, keys, values as DTS and DPDK's perf reports write
+        them) on both of our sides."""
+        vout, _, hs = self.client_and_server(
+            "eth_vhost0,iface={sock},queues=1,client=1,iommu-support=0,postcopy-support=0,linear-buffer=1,"
+            "ext-buffer=0,legacy-ol-flags=1",
+            "net_virtio_user1,mac=00:01:02:03:04:05,path={sock},queues=1,packed_vq=1,mrg_rxbuf=1,in_order=1,"
+            "server=1,cq=1,speed=25000,vectorized=1")
+        self.assertIn("Port 0: 00:01:02:03:04:05", vout, "mac= is the port's address")
+        self.assertEqual(hs["ports"][0]["rx_errors"], 0, "64 B packets fit one mbuf: nothing dropped as non-linear")
+
+    def client_and_server(self, vhost_dev, virtio_dev):
+        """Our virtio_user (its device string has server=1) first, then our net_vhost client=1."""
+        virtio = self.start(self.ours(VIRTIO_LCORES, virtio_dev.format(sock=self.sock),
+                                      ["--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"],
+                                      "virtio", 2))
         self.assertTrue(wait_for_socket(self.sock, virtio), "virtio_user server=1 did not listen")
-        vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
+        vhost = self.start(self.ours(VHOST_LCORES, vhost_dev.format(sock=self.sock),
                                      ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 5))
         vout = self.finish(virtio)
         vhost.send_signal(signal.SIGINT)  # done once the virtio side is: stop it (its 5 s is a cap)
@@ -233,6 +249,7 @@ class OursWithOurs(PairBase):
         self.check_side(vs, vout, "virtio side")
         self.check_side(hs, hout, "vhost side")
         self.assertGreater(vs["ports"][0]["rx_packets"], 10000, vout[-2000:] + hout[-2000:])
+        return vout, vs, hs
 
     def test_packed_ring_of_odd_size(self):
         self.pair(packed=1, in_order=1, queue_size=100)
@@ -247,33 +264,68 @@ class OursWithDpdk(PairBase):
         return [DPDK] + mem + lcores + ["--file-prefix=" + prefix, "--no-pci", "--single-file-segments",
                                         "--vdev", vdev, "--"] + app + POOL
 
+    def our_virtio_user_with_dpdk_vhost(self, vhost_dev, virtio_dev):
+        """DPDK's vhost side io, ours mac --tx-first; counts agree but for one ring in flight.
+        Returns our virtio side's output."""
+        prefix = "wsvh{}".format(os.getpid())
+        vhost = self.start(self.dpdk(VHOST_LCORES, vhost_dev.format(sock=self.sock),
+                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], prefix, False),
+                           stdin=subprocess.PIPE)
+        self.assertTrue(wait_for_socket(self.sock, vhost), "dpdk-testpmd did not create its socket")
+        virtio = self.start(self.ours(VIRTIO_LCORES, virtio_dev.format(sock=self.sock),
+                                      ["--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"],
+                                      "virtio", 2))
+        vout = self.finish(virtio)
+        vhost.stdin.write("\n")
+        vhost.stdin.flush()
+        hout = self.finish(vhost)
+        self.assertEqual(virtio.returncode, 0, vout[-3000:])
+        vs = self.summary("virtio")
+        self.check_side(vs, vout, "our virtio side")
+        vp = vs["ports"][0]
+        drx, dtx = dpdk_totals(hout)
+        self.assertIsNotNone(drx, hout[-3000:])
+        self.assertGreater(vp["rx_packets"], 1000, vout[-2000:] + hout[-2000:])
+        self.assertLessEqual(vp["tx_packets"] - drx, 256)
+        self.assertGreaterEqual(vp["tx_packets"], drx)
+        self.assertLessEqual(dtx - vp["rx_packets"], 256)
+        self.assertGreaterEqual(dtx, vp["rx_packets"])
+        return vout
+
+    def dpdk_virtio_user_with_our_vhost(self, vhost_dev, virtio_dev, queue_size):
+        """Ours vhost side io, DPDK's virtio_user mac --tx-first (run under Hugepages())."""
+        vhost = self.start(self.ours(VHOST_LCORES, vhost_dev.format(sock=self.sock),
+                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 6))
+        self.assertTrue(wait_for_socket(self.sock, vhost))
+        prefix = "wsvu{}".format(os.getpid())
+        virtio = self.start(self.dpdk(VIRTIO_LCORES, virtio_dev.format(sock=self.sock),
+                                      ["--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"],
+                                      prefix, True),
+                            stdin=subprocess.PIPE)
+        time.sleep(3)
+        virtio.stdin.write("\n")
+        virtio.stdin.flush()
+        vout = self.finish(virtio)
+        hout = self.finish(vhost)
+        self.assertEqual(vhost.returncode, 0, hout[-3000:])
+        hs = self.summary("vhost")
+        self.check_side(hs, hout, "our vhost side")
+        hp = hs["ports"][0]
+        drx, dtx = dpdk_totals(vout)
+        self.assertIsNotNone(drx, vout[-3000:])
+        self.assertGreater(hp["rx_packets"], 1000, vout[-2000:] + hout[-2000:])
+        self.assertGreaterEqual(dtx, hp["rx_packets"])
+        self.assertLessEqual(dtx - hp["rx_packets"], queue_size)
+        self.assertGreaterEqual(hp["tx_packets"], drx)
+        self.assertLessEqual(hp["tx_packets"] - drx, queue_size)
+        return hs
+
     def test_our_virtio_user_with_dpdk_vhost(self):
         need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
         for packed in (0, 1):
             with self.subTest(packed=packed):
-                prefix = "wsvh{}".format(os.getpid())
-                vhost = self.start(self.dpdk(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
-                                             ["--forward-mode=io", "--auto-start", "--nb-cores=1"], prefix, False),
-                                   stdin=subprocess.PIPE)
-                self.assertTrue(wait_for_socket(self.sock, vhost), "dpdk-testpmd did not create its socket")
-                dev = "virtio_user0,path={},queues=1,packed_vq={}".format(self.sock, packed)
-                virtio = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start",
-                                                                  "--tx-first", "--nb-cores=1"], "virtio", 2))
-                vout = self.finish(virtio)
-                vhost.stdin.write("\n")
-                vhost.stdin.flush()
-                hout = self.finish(vhost)
-                self.assertEqual(virtio.returncode, 0, vout[-3000:])
-                vs = self.summary("virtio")
-                self.check_side(vs, vout, "our virtio side")
-                vp = vs["ports"][0]
-                drx, dtx = dpdk_totals(hout)
-                self.assertIsNotNone(drx, hout[-3000:])
-                self.assertGreater(vp["rx_packets"], 1000, vout[-2000:] + hout[-2000:])
-                self.assertLessEqual(vp["tx_packets"] - drx, 256)
-                self.assertGreaterEqual(vp["tx_packets"], drx)
-                self.assertLessEqual(dtx - vp["rx_packets"], 256)
-                self.assertGreaterEqual(dtx, vp["rx_packets"])
+                self.our_virtio_user_with_dpdk_vhost("net_vhost0,iface={sock},queues=1",
+                                                     "virtio_user0,path={sock},queues=1,packed_vq=" + str(packed))
                 self.tearDown()
                 self.setUp()
 
@@ -286,33 +338,32 @@ class OursWithDpdk(PairBase):
             # ring filled would stop the traffic after 512 packets.
             for packed, queue_size in ((0, 256), (1, 256), (1, 1024)):
                 with self.subTest(packed=packed, queue_size=queue_size):
-                    vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},queues=1".format(self.sock),
-                                                 ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 6))
-                    self.assertTrue(wait_for_socket(self.sock, vhost))
-                    prefix = "wsvu{}".format(os.getpid())
-                    dev = "virtio_user0,path={},queues=1,packed_vq={},in_order=1,queue_size={}".format(
-                        self.sock, packed, queue_size)
-                    virtio = self.start(self.dpdk(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start",
-                                                                       "--tx-first", "--nb-cores=1"], prefix, True),
-                                        stdin=subprocess.PIPE)
-                    time.sleep(3)
-                    virtio.stdin.write("\n")
-                    virtio.stdin.flush()
-                    vout = self.finish(virtio)
-                    hout = self.finish(vhost)
-                    self.assertEqual(vhost.returncode, 0, hout[-3000:])
-                    hs = self.summary("vhost")
-                    self.check_side(hs, hout, "our vhost side")
-                    hp = hs["ports"][0]
-                    drx, dtx = dpdk_totals(vout)
-                    self.assertIsNotNone(drx, vout[-3000:])
-                    self.assertGreater(hp["rx_packets"], 1000, vout[-2000:] + hout[-2000:])
-                    self.assertGreaterEqual(dtx, hp["rx_packets"])
-                    self.assertLessEqual(dtx - hp["rx_packets"], queue_size)
-                    self.assertGreaterEqual(hp["tx_packets"], drx)
-                    self.assertLessEqual(hp["tx_packets"] - drx, queue_size)
+                    dev = "virtio_user0,path={{sock}},queues=1,packed_vq={},in_order=1,queue_size={}".format(
+                        packed, queue_size)
+                    self.dpdk_virtio_user_with_our_vhost("net_vhost0,iface={sock},queues=1", dev, queue_size)
                     self.tearDown()
                     self.setUp()
+
+    # DPDK's device strings as its users' scripts and test plans (DTS vhost/virtio PVP, DPDK perf
+    # reports) write them, given unchanged to both programs: the net_virtio_user and eth_vhost
+    # names, mac=, cq=, speed=, vectorized=, and net_vhost's DPDK-only keys.
+    DPDK_VIRTIO_USER = ("net_virtio_user1,mac=00:01:02:03:04:05,path={sock},queues=1,packed_vq=1,mrg_rxbuf=1,"
+                        "in_order=1")
+
+    def test_dpdk_device_strings_with_dpdk_vhost(self):
+        need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        vout = self.our_virtio_user_with_dpdk_vhost("eth_vhost0,iface={sock},queues=1",
+                                                    self.DPDK_VIRTIO_USER + ",cq=1,speed=25000,vectorized=1")
+        self.assertIn("Port 0: 00:01:02:03:04:05", vout, "mac= is the port's address")
+
+    def test_dpdk_device_strings_with_dpdk_virtio_user(self):
+        need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        need(self, os.geteuid() == 0, "DPDK's virtio_user needs hugepages: run as root")
+        vhost = ("eth_vhost0,iface={sock},queues=1,client=0,iommu-support=0,postcopy-support=0,tso=0,"
+                 "linear-buffer=1,ext-buffer=0,legacy-ol-flags=1")
+        with Hugepages():
+            hs = self.dpdk_virtio_user_with_our_vhost(vhost, self.DPDK_VIRTIO_USER, 256)
+        self.assertEqual(hs["ports"][0]["rx_errors"], 0, "64 B packets fit one mbuf: nothing dropped as non-linear")
 
 
 # ---- a hostile vhost-user frontend ----

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <vector>
 
 #include "ws/port/driver.hpp"
 
@@ -279,8 +280,10 @@ TEST(Port, ControlDefaults) {
 
 class FakeDriver final : public Driver {
  public:
-  explicit FakeDriver(std::string name) : name_(std::move(name)) {}
+  explicit FakeDriver(std::string name, std::vector<std::string_view> aliases = {})
+      : name_(std::move(name)), aliases_(std::move(aliases)) {}
   std::string_view name() const override { return name_; }
+  std::span<const std::string_view> aliases() const override { return aliases_; }
   std::span<const ParamSpec> params() const override { return params_; }
   Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv&) override {
     ++creates;
@@ -292,6 +295,7 @@ class FakeDriver final : public Driver {
 
  private:
   std::string name_;
+  std::vector<std::string_view> aliases_;
   static constexpr std::array<ParamSpec, 2> params_ = {ParamSpec{"n", "uint", "1", "a number"},
                                                        ParamSpec{"mode", "string", "", "a mode"}};
 };
@@ -309,6 +313,38 @@ TEST(DriverRegistry, LongestPrefixWins) {
   EXPECT_EQ(reg.find_for_device("net_fak0"), nullptr);
   EXPECT_EQ(reg.find_for_device("xnet_fake0"), nullptr);
   EXPECT_EQ(reg.names(), (std::vector<std::string_view>{"net_fake_ext", "net_fake"}));
+}
+
+// As DPDK's RTE_PMD_REGISTER_ALIAS: "virtio_user0" and "eth_vhost0" reach net_virtio_user and
+// net_vhost; the longest prefix still wins across names and aliases alike.
+TEST(DriverRegistry, AliasesFindTheirDriver) {
+  DriverRegistry reg;
+  auto user = std::make_unique<FakeDriver>("net_virtio_user", std::vector<std::string_view>{"virtio_user"});
+  auto vhost = std::make_unique<FakeDriver>("net_vhost", std::vector<std::string_view>{"eth_vhost"});
+  auto vhost_ext = std::make_unique<FakeDriver>("eth_vhost_ext");
+  Driver* u = user.get();
+  Driver* v = vhost.get();
+  Driver* ve = vhost_ext.get();
+  reg.add(std::move(user));
+  reg.add(std::move(vhost_ext));
+  reg.add(std::move(vhost));
+  EXPECT_EQ(reg.find_for_device("net_virtio_user1"), u);
+  EXPECT_EQ(reg.find_for_device("virtio_user0"), u);
+  EXPECT_EQ(reg.find_for_device("net_vhost0"), v);
+  EXPECT_EQ(reg.find_for_device("eth_vhost0"), v);
+  EXPECT_EQ(reg.find_for_device("eth_vhost_ext0"), ve) << "a longer name beats a shorter alias";
+  EXPECT_EQ(reg.find_for_device("vhost0"), nullptr);
+  EXPECT_EQ(reg.names(), (std::vector<std::string_view>{"net_virtio_user", "eth_vhost_ext", "net_vhost"}));
+
+  auto port = reg.create_port("virtio_user3,n=2", {});
+  ASSERT_TRUE(port.has_value()) << port.error().message;
+  EXPECT_EQ((*port)->name(), "virtio_user3") << "the device keeps the name it was given";
+
+  auto unknown = reg.create_port("eth_bogus0", {});
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.error().message.find("net_virtio_user (alias virtio_user), eth_vhost_ext, net_vhost (alias eth_vhost)"),
+            std::string::npos)
+      << unknown.error().message;
 }
 
 TEST(DriverRegistry, CreatesPortsAndReportsErrors) {

@@ -71,4 +71,43 @@ void rx_net_hdr_to_offload_slow(const NetHdr& h, Mbuf& m) noexcept {
   }
 }
 
+// DPDK's vhost_dequeue_offload_legacy, with our packet parser for its parse_headers.
+void rx_net_hdr_to_legacy_offload_slow(const NetHdr& h, Mbuf& m) noexcept {
+  auto refuse = [&m] {  // DPDK's "error:" label
+    m.l2_len = 0;
+    m.l3_len = 0;
+    m.ol_flags = 0;
+  };
+  const PacketInfo p = parse_packet({m.data(), m.data_len}, false);
+  const bool v4 = ptype::is_ipv4(p.packet_type), v6 = ptype::is_ipv6(p.packet_type);
+  const bool tcp = p.l4_proto == ip_proto_tcp, udp = p.l4_proto == ip_proto_udp;
+  const std::uint32_t l4_off = std::uint32_t{p.l2_len} + p.l3_len;
+  // Both requests need an IP header and a whole TCP or UDP header in the first segment.
+  if ((!v4 && !v6) || (!tcp && !udp) || l4_off + (tcp ? sizeof(TcpHdr) : sizeof(UdpHdr)) > m.data_len)
+    return refuse();
+  m.l2_len = p.l2_len;
+  m.l3_len = p.l3_len;
+  m.ol_flags |= v4 ? mbuf_flag::tx_ipv4 : mbuf_flag::tx_ipv6;
+  if (h.flags == NetHdr::f_needs_csum) {  // DPDK compares the whole byte
+    if (h.csum_start != l4_off) return refuse();
+    if (tcp && h.csum_offset == offsetof(TcpHdr, cksum))
+      m.ol_flags |= mbuf_flag::tx_tcp_cksum;
+    else if (udp && h.csum_offset == offsetof(UdpHdr, dgram_cksum))
+      m.ol_flags |= mbuf_flag::tx_udp_cksum;
+    else
+      return refuse();  // includes SCTP's offset: no SCTP checksum request here
+  }
+  if (h.gso_type != NetHdr::gso_none) {
+    const std::uint8_t gso = h.gso_type & static_cast<std::uint8_t>(~NetHdr::gso_ecn);
+    if (h.gso_size == 0 || !tcp || (gso != NetHdr::gso_tcpv4 && gso != NetHdr::gso_tcpv6))
+      return refuse();  // includes UDP GSO: no UDP segmentation request here
+    const auto* th = reinterpret_cast<const TcpHdr*>(m.data() + l4_off);
+    const std::uint32_t tcp_len = (th->data_off & 0xf0u) >> 2;
+    if (tcp_len < sizeof(TcpHdr) || l4_off + tcp_len > m.data_len) return refuse();
+    m.ol_flags |= mbuf_flag::tx_tcp_seg;
+    m.tso_segsz = h.gso_size;
+    m.l4_len = tcp_len;
+  }
+}
+
 }  // namespace ws::virtio

@@ -11,8 +11,13 @@
 // - RX (lib/vhost vhost_dequeue_offload in compliant mode, plus net_vhost's rx_sw_csum): a
 //   NEEDS_CSUM packet gets its checksum completed in software and rx_l4_cksum_good; DATA_VALID on
 //   TCP/UDP gives rx_l4_cksum_good; a GSO packet keeps its size and gets rx_lro with tso_segsz
-//   (DPDK's RTE_MBUF_F_RX_LRO). We do not implement DPDK's legacy-ol-flags mode (TX flags set
-//   on received packets).
+//   (DPDK's RTE_MBUF_F_RX_LRO).
+// - RX in legacy mode (lib/vhost vhost_dequeue_offload_legacy, net_vhost's legacy-ol-flags=1):
+//   the header's requests stay requests, for the port the application forwards the packet to:
+//   NEEDS_CSUM at csum_start = l2+l3 becomes tx_tcp_cksum / tx_udp_cksum, GSO TCPV4/6 becomes
+//   tx_tcp_seg with tso_segsz and l4_len; l2_len, l3_len and tx_ipv4/tx_ipv6 are set. As DPDK, a
+//   request that does not match the packet leaves l2_len, l3_len and ol_flags zero; so do the
+//   two DPDK maps that have no flag here: SCTP checksum and UDP GSO.
 #pragma once
 #include <cstdint>
 
@@ -62,6 +67,16 @@ inline void rx_net_hdr_to_offload(const NetHdr& h, Mbuf& m) noexcept {
   if (h.flags == 0 && h.gso_type == NetHdr::gso_none) [[likely]]
     return;  // inline: a header that says nothing costs one test
   rx_net_hdr_to_offload_slow(h, m);
+}
+
+// Legacy mode (see the top of this file): a received header's checksum/GSO requests become TX
+// requests on m (tx_tcp_cksum / tx_udp_cksum, tx_tcp_seg + tso_segsz, l2/l3/l4 lengths), for an
+// application that forwards m to a port able to do them. The checksum field is left as sent.
+void rx_net_hdr_to_legacy_offload_slow(const NetHdr& h, Mbuf& m) noexcept;
+inline void rx_net_hdr_to_legacy_offload(const NetHdr& h, Mbuf& m) noexcept {
+  if (h.flags == 0 && h.gso_type == NetHdr::gso_none) [[likely]]
+    return;  // as DPDK's vhost_dequeue_offload: an empty header leaves m alone
+  rx_net_hdr_to_legacy_offload_slow(h, m);
 }
 
 }  // namespace ws::virtio

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ws/core/arena.hpp"
+#include "ws/net/checksum.hpp"
 #include "ws/virtio/net_offload.hpp"
 
 namespace {
@@ -45,6 +46,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // RX: a peer's header applied to the packet behind it, once validated as the drivers do.
   if (Mbuf* m = pool().copy_in(data + prefix, pkt_len, 0)) {
     if (check_net_hdr(in, m->pkt_len) == NetHdrCheck::ok) rx_net_hdr_to_offload(in, *m);
+    mbuf_free(m);
+  }
+  // RX in legacy mode: the requests it sets must describe headers inside the first segment, and
+  // the next port's software fallback must cope with them.
+  if (Mbuf* m = pool().copy_in(data + prefix, pkt_len, 0)) {
+    if (check_net_hdr(in, m->pkt_len) == NetHdrCheck::ok) {
+      rx_net_hdr_to_legacy_offload(in, *m);
+      const std::uint64_t l4 = m->ol_flags & mbuf_flag::tx_l4_mask;
+      const std::uint32_t l4_off = m->l2_len + m->l3_len;
+      if (l4 != 0 && l4_off + (l4 == mbuf_flag::tx_tcp_cksum ? 20u : 8u) > m->data_len) std::abort();
+      if ((m->ol_flags & mbuf_flag::tx_tcp_seg) && (m->tso_segsz == 0 || l4_off + m->l4_len > m->data_len))
+        std::abort();
+      if ((m->ol_flags & mbuf_flag::tx_tcp_seg) == 0) (void)apply_tx_checksums(*m);
+    }
     mbuf_free(m);
   }
   // TX: requests with whatever lengths the input says.

@@ -125,5 +125,82 @@ TEST_F(NetOffloadTest, DataValidMarksTcpAndUdpGood) {
   mbuf_free(m);
 }
 
+// legacy-ol-flags=1: the received header's requests become TX requests on the mbuf, and the port
+// the packet is forwarded to (here: the software fallback every port has) completes them.
+TEST_F(NetOffloadTest, LegacyModeTurnsRequestsIntoTxFlags) {
+  const HdrOffloads peer{true, true, true};
+  for (const bool ipv6 : {false, true})
+    for (const std::uint8_t proto : {ip_proto_tcp, ip_proto_udp}) {
+      SCOPED_TRACE(testing::Message() << "ipv6 " << ipv6 << " proto " << int{proto});
+      Mbuf* m = request({.ipv6 = ipv6, .l4_proto = proto, .payload_bytes = 333, .vlan_tags = 1},
+                        proto == ip_proto_tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
+      const std::uint16_t l2 = m->l2_len, l3 = m->l3_len;
+      NetHdr h{};
+      ASSERT_TRUE(tx_offload_to_net_hdr(*m, h, peer));
+      m->ol_flags = 0;
+      m->tx_offload = 0;
+      rx_net_hdr_to_legacy_offload(h, *m);  // the receiving backend, legacy mode
+      EXPECT_EQ(m->ol_flags, (proto == ip_proto_tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum) |
+                                 (ipv6 ? mbuf_flag::tx_ipv6 : mbuf_flag::tx_ipv4));
+      EXPECT_EQ(m->l2_len, l2) << "with the VLAN tag";
+      EXPECT_EQ(m->l3_len, l3);
+      EXPECT_FALSE(same_as_good(*m)) << "legacy mode leaves the checksum to the next port";
+      ASSERT_TRUE(apply_tx_checksums(*m));  // the next port, in software
+      EXPECT_TRUE(same_as_good(*m));
+      mbuf_free(m);
+    }
+}
+
+TEST_F(NetOffloadTest, LegacyModeTurnsGsoIntoTso) {
+  Mbuf* m = request({.l4_proto = ip_proto_tcp, .payload_bytes = 3000, .tcp_option_words = 3}, mbuf_flag::tx_tcp_seg);
+  m->tso_segsz = 1000;
+  m->l4_len = 32;
+  NetHdr h{};
+  ASSERT_TRUE(tx_offload_to_net_hdr(*m, h, {true, true, true}));
+  m->ol_flags = 0;
+  m->tx_offload = 0;
+  rx_net_hdr_to_legacy_offload(h, *m);
+  EXPECT_EQ(m->ol_flags, mbuf_flag::tx_tcp_cksum | mbuf_flag::tx_tcp_seg | mbuf_flag::tx_ipv4);
+  EXPECT_EQ(m->tso_segsz, 1000);
+  EXPECT_EQ(m->l2_len, 14);
+  EXPECT_EQ(m->l3_len, 20);
+  EXPECT_EQ(m->l4_len, 32) << "from the TCP header's data offset";
+  mbuf_free(m);
+}
+
+// As DPDK's vhost_dequeue_offload_legacy: a request that does not match the packet leaves
+// l2_len, l3_len and ol_flags zero; an empty header leaves the mbuf alone.
+TEST_F(NetOffloadTest, LegacyModeDropsRequestsThatDoNotMatch) {
+  const BuiltFrame f = build_frame({.l4_proto = ip_proto_udp, .payload_bytes = 100});
+  Mbuf* m = pool_->copy_in(f.bytes.data(), static_cast<std::uint32_t>(f.bytes.size()), 0);
+  ASSERT_NE(m, nullptr);
+  auto run = [&](NetHdr h) {
+    m->ol_flags = mbuf_flag::rx_rss_hash;  // anything: the error path clears it all
+    m->tx_offload = 0;
+    rx_net_hdr_to_legacy_offload(h, *m);
+    return m->ol_flags;
+  };
+  EXPECT_EQ(run({}), mbuf_flag::rx_rss_hash) << "an empty header says nothing";
+  auto csum = [](std::uint16_t start, std::uint16_t offset) {
+    NetHdr h{};
+    h.flags = NetHdr::f_needs_csum;
+    h.csum_start = start;
+    h.csum_offset = offset;
+    return h;
+  };
+  EXPECT_EQ(run(csum(14, 6)), 0u) << "csum_start not at the UDP header";
+  EXPECT_EQ(m->l2_len + m->l3_len, 0);
+  EXPECT_EQ(run(csum(34, 16)), 0u) << "a TCP checksum asked for on UDP";
+  EXPECT_EQ(run(csum(34, 8)), 0u) << "no SCTP checksum request here";
+  NetHdr udp_gso{};
+  udp_gso.gso_type = NetHdr::gso_udp;
+  udp_gso.gso_size = 100;
+  EXPECT_EQ(run(udp_gso), 0u) << "no UDP segmentation request here";
+  EXPECT_EQ(run(csum(34, 6)), mbuf_flag::rx_rss_hash | mbuf_flag::tx_udp_cksum | mbuf_flag::tx_ipv4);
+  EXPECT_EQ(m->l2_len, 14);
+  EXPECT_EQ(m->l3_len, 20);
+  mbuf_free(m);
+}
+
 }  // namespace
 }  // namespace ws::virtio

@@ -31,7 +31,21 @@ constexpr std::array vhost_params = {
     ParamSpec{"queues", "uint", "1", "queue pairs, 1..8"},
     ParamSpec{"client", "bool", "0", "connect to the frontend's socket (and reconnect) instead of listening"},
     ParamSpec{"tso", "bool", "0", "offer HOST_TSO4/6 (take TCP GSO packets from the frontend), as DPDK's net_vhost"},
+    // The other DPDK 22.11 net_vhost keys, so its device strings carry over unchanged.
+    ParamSpec{"linear-buffer", "bool", "0",
+              "1: a packet from the frontend that does not fit one mbuf is dropped and counted (xstat "
+              "rx_qN_not_linear) instead of chained across mbufs"},
+    ParamSpec{"ext-buffer", "bool", "0",
+              "0 only: our mbufs have no external buffers (DPDK's rte_pktmbuf_attach_extbuf); a large packet is "
+              "chained across mbufs, or dropped with linear-buffer=1"},
+    ParamSpec{"legacy-ol-flags", "bool", "0",
+              "1: the frontend's checksum/GSO requests become TX offload requests on the received mbuf (DPDK's "
+              "legacy mode); 0: checksums completed here, RX flags set (DPDK's compliant mode)"},
+    ParamSpec{"iommu-support", "bool", "0", "0 only: no vhost-user IOTLB (VIRTIO_F_IOMMU_PLATFORM) here"},
+    ParamSpec{"postcopy-support", "bool", "0", "0 only: no postcopy live migration (userfaultfd) here"},
 };
+
+constexpr std::array<std::string_view, 1> vhost_aliases = {"eth_vhost"};  // DPDK's RTE_PMD_REGISTER_ALIAS
 
 struct alignas(cache_line_bytes) RxQ : QueueBase {
   RingSlot* slot = nullptr;
@@ -73,12 +87,25 @@ EnqueueFn pick_enqueue(bool mergeable, bool offload) noexcept {
 
 // In order, chains are returned in batches: only on the frontend's TX ring of a packed layout
 // (its RX ring needs each buffer's length; split rings return every used entry).
-template <bool Packed>
-DequeueFn pick_dequeue(bool in_order, bool offload) noexcept {
-  if constexpr (Packed) {
-    if (in_order) return offload ? &dequeue<true, true, true> : &dequeue<true, true, false>;
+template <bool Packed, bool InOrder, HdrIn In>
+DequeueFn pick_dequeue(bool linear) noexcept {
+  return linear ? &dequeue<Packed, InOrder, In, true> : &dequeue<Packed, InOrder, In, false>;
+}
+template <bool Packed, bool InOrder>
+DequeueFn pick_dequeue(HdrIn in, bool linear) noexcept {
+  switch (in) {
+    case HdrIn::compliant: return pick_dequeue<Packed, InOrder, HdrIn::compliant>(linear);
+    case HdrIn::legacy: return pick_dequeue<Packed, InOrder, HdrIn::legacy>(linear);
+    case HdrIn::ignore: break;
   }
-  return offload ? &dequeue<Packed, false, true> : &dequeue<Packed, false, false>;
+  return pick_dequeue<Packed, InOrder, HdrIn::ignore>(linear);
+}
+template <bool Packed>
+DequeueFn pick_dequeue(bool in_order, HdrIn in, bool linear) noexcept {
+  if constexpr (Packed) {
+    if (in_order) return pick_dequeue<true, true>(in, linear);
+  }
+  return pick_dequeue<Packed, false>(in, linear);
 }
 
 int unix_socket(const std::string& path, sockaddr_un& addr, std::string& error) {
@@ -94,12 +121,18 @@ int unix_socket(const std::string& path, sockaddr_un& addr, std::string& error) 
   return fd;
 }
 
+// What the device string asked for beyond the socket.
+struct VhostOptions {
+  std::uint16_t queues = 1;
+  bool client = false, tso = false, linear = false, legacy_ol = false;
+};
+
 class VhostPort final : public Port, public virtio::RingListener {
  public:
-  VhostPort(std::string name, std::string iface, std::uint16_t queues, bool client, bool tso)
-      : Port(name, "net_vhost"), iface_(std::move(iface)), client_(client), queues_(queues),
-        slots_(std::make_unique<RingSlot[]>(2u * queues)),
-        backend_(virtio::BackendOptions{.name = name, .queue_pairs = queues, .features = offered(tso)}, this) {
+  VhostPort(std::string name, std::string iface, VhostOptions o)
+      : Port(name, "net_vhost"), iface_(std::move(iface)), client_(o.client), linear_(o.linear),
+        legacy_ol_(o.legacy_ol), queues_(o.queues), slots_(std::make_unique<RingSlot[]>(2u * o.queues)),
+        backend_(virtio::BackendOptions{.name = name, .queue_pairs = o.queues, .features = offered(o.tso)}, this) {
     mac_ = MacAddress{{0x56, 0x48, 0x4f, 0x53, 0x54, 0x00}};  // DPDK net_vhost's "VHOST" address
   }
   ~VhostPort() override {
@@ -175,6 +208,7 @@ class VhostPort final : public Port, public virtio::RingListener {
       out.push_back({p + "broken", s.health.broken() ? 1u : 0u});
       out.push_back({p + "bad_packet", s.counters.bad_packet.read()});
       out.push_back({p + "too_small", s.counters.too_small.read()});
+      if (linear_ && r % 2) out.push_back({p + "not_linear", s.counters.not_linear.read()});
       out.push_back({p + "notify", s.counters.notify.read()});
       for (std::size_t e = 0; e < virtio::queue_error_count; ++e) {
         const auto err = static_cast<virtio::QueueError>(e);
@@ -197,7 +231,9 @@ class VhostPort final : public Port, public virtio::RingListener {
     // requests (CSUM/HOST_TSO), ours may (GUEST_*), or the application will ask for TX
     // offloads that must then be done in software (as DPDK's net_vhost tx_sw_csum).
     s.offload = virtio::HdrOffloads::device_tx(f);
-    const bool ol_in = virtio::has(f, virtio::feature::csum);
+    const HdrIn in = !virtio::has(f, virtio::feature::csum) ? HdrIn::ignore
+                     : legacy_ol_                               ? HdrIn::legacy
+                                                                : HdrIn::compliant;
     const bool ol_out = s.offload.any() || tx_offloads_.load(std::memory_order_relaxed) != 0;
     const bool in_order = virtio::has(f, virtio::feature::in_order);
     s.health.reset();
@@ -206,14 +242,14 @@ class VhostPort final : public Port, public virtio::RingListener {
                      reinterpret_cast<virtio::EventSuppress*>(v.used)},
                     &backend_.memory(), &s.health, indirect, event_idx, v.base);
       s.packed.suppress_kicks(true);
-      s.dequeue = pick_dequeue<true>(in_order, ol_in);
+      s.dequeue = pick_dequeue<true>(in_order, in, linear_);
       s.enqueue = pick_enqueue<true>(mrg, ol_out);
     } else {
       s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc), reinterpret_cast<std::uint16_t*>(v.avail),
                     reinterpret_cast<std::uint16_t*>(v.used)},
                    &backend_.memory(), &s.health, indirect, event_idx, v.base);
       s.split.suppress_kicks(true);
-      s.dequeue = pick_dequeue<false>(in_order, ol_in);
+      s.dequeue = pick_dequeue<false>(in_order, in, linear_);
       s.enqueue = pick_enqueue<false>(mrg, ol_out);
     }
     if (s.call_fd >= 0) ::close(s.call_fd);
@@ -238,6 +274,8 @@ class VhostPort final : public Port, public virtio::RingListener {
 
   std::string iface_;
   bool client_;
+  bool linear_;     // linear-buffer=1
+  bool legacy_ol_;  // legacy-ol-flags=1
   std::uint16_t queues_;
   std::unique_ptr<RingSlot[]> slots_;
   virtio::VhostBackend backend_;
@@ -329,6 +367,7 @@ void VhostPort::serve_connection(int conn) {
 class VhostDriver final : public Driver {
  public:
   std::string_view name() const override { return "net_vhost"; }
+  std::span<const std::string_view> aliases() const override { return vhost_aliases; }
   std::span<const ParamSpec> params() const override { return vhost_params; }
   Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv&) override {
     const std::string iface = args.get_string("iface", "");
@@ -338,10 +377,29 @@ class VhostDriver final : public Driver {
     auto queues = args.get_uint("queues", 1, 1, 8);
     if (!queues) return std::unexpected(queues.error());
     auto client = args.get_bool("client", false);
-    if (!client) return std::unexpected(client.error());
     auto tso = args.get_bool("tso", false);
-    if (!tso) return std::unexpected(tso.error());
-    auto port = std::make_unique<VhostPort>(args.name(), iface, static_cast<std::uint16_t>(*queues), *client, *tso);
+    auto linear = args.get_bool("linear-buffer", false);
+    auto legacy_ol = args.get_bool("legacy-ol-flags", false);
+    auto ext = args.get_bool("ext-buffer", false);
+    auto iommu = args.get_bool("iommu-support", false);
+    auto postcopy = args.get_bool("postcopy-support", false);
+    for (const auto* b : {&client, &tso, &linear, &legacy_ol, &ext, &iommu, &postcopy})
+      if (!*b) return std::unexpected(b->error());
+    if (*ext)
+      return fail("device '{}': key 'ext-buffer' value 1 is not supported: our mbufs have no external buffers "
+                  "(DPDK's rte_pktmbuf_attach_extbuf); a large packet is chained across mbufs (the default) or "
+                  "dropped with linear-buffer=1; expected ext-buffer=0",
+                  args.name());
+    if (*iommu)
+      return fail("device '{}': key 'iommu-support' value 1 is not supported: no vhost-user IOTLB messages "
+                  "(VIRTIO_F_IOMMU_PLATFORM) here; expected iommu-support=0",
+                  args.name());
+    if (*postcopy)
+      return fail("device '{}': key 'postcopy-support' value 1 is not supported: no postcopy live migration "
+                  "(userfaultfd) here; expected postcopy-support=0",
+                  args.name());
+    const VhostOptions o{static_cast<std::uint16_t>(*queues), *client, *tso, *linear, *legacy_ol};
+    auto port = std::make_unique<VhostPort>(args.name(), iface, o);
     if (auto ok = port->open(); !ok) return std::unexpected(ok.error());
     return port;
   }

@@ -77,6 +77,7 @@ using EnqueueFn = std::uint16_t (*)(RingSlot&, TxQueueCounters&, Mbuf**, std::ui
 struct RingCounters {
   Counter bad_packet;   // chain shorter than the header, longer than 64 KiB, or a bad header
   Counter too_small;    // RX buffer chain too small for the packet (without MRG_RXBUF)
+  Counter not_linear;   // linear-buffer=1: a TX chain that does not fit one mbuf, dropped
   Counter notify;       // interrupts sent through the call fd
 };
 
@@ -172,7 +173,12 @@ inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
   }
 }
 
-enum class Copied : std::uint8_t { ok, bad, nombuf };
+enum class Copied : std::uint8_t { ok, bad, nombuf, not_linear };
+
+// What a dequeue makes of the frontend's virtio-net header (net_offload.hpp), picked when the
+// ring starts: nothing (no CSUM/HOST_TSO negotiated), RX flags (DPDK's compliant mode, the
+// default), or TX requests for the next port (DPDK's legacy-ol-flags=1).
+enum class HdrIn : std::uint8_t { ignore, compliant, legacy };
 
 // Copies a readable chain (header first) into `head`, a fresh mbuf, chaining more from `pool`
 // when the packet exceeds it. The header is copied once into `hdr` (double fetch: the guest may
@@ -225,11 +231,13 @@ inline Copied copy_from_chain(const DefaultChain& c, Mbuf* head, PktmbufPool& po
 }
 
 // RX step "read the header": what the frontend's virtio-net header says about packet `m`.
-// False refuses the packet. Offload: its checksum/GSO fields become mbuf flags (net_offload.hpp).
-template <bool Offload>
+// False refuses the packet. In: its checksum/GSO fields become RX flags (compliant) or TX
+// requests (legacy) on the mbuf (net_offload.hpp).
+template <HdrIn In>
 inline bool read_net_hdr(const virtio::NetHdr& hdr, Mbuf* m) noexcept {
   if (virtio::check_net_hdr(hdr, m->pkt_len) != virtio::NetHdrCheck::ok) [[unlikely]] return false;
-  if constexpr (Offload) virtio::rx_net_hdr_to_offload(hdr, *m);
+  if constexpr (In == HdrIn::compliant) virtio::rx_net_hdr_to_offload(hdr, *m);
+  if constexpr (In == HdrIn::legacy) virtio::rx_net_hdr_to_legacy_offload(hdr, *m);
   return true;
 }
 
@@ -300,8 +308,10 @@ inline void unpop(RingSlot& s, std::uint16_t from, std::uint16_t to) noexcept {
 // naming the burst's last chain, returns every chain the burst took (virtio 1.2 §2.8.20), at the
 // end of the burst as DPDK's vhost does. Never later: a driver may keep fewer chains outstanding
 // than its ring holds (dpdk-testpmd posts 512 on a 1024-descriptor ring) and waits for these.
-// Offload: see read_net_hdr.
-template <bool Packed, bool InOrder, bool Offload>
+// In: see read_net_hdr. Linear (linear-buffer=1): a packet that does not fit one mbuf is
+// dropped and counted (not_linear), as DPDK's vhost without ext-buffer; tested only where a
+// chain already left the one-buffer path, so the common case pays nothing for it.
+template <bool Packed, bool InOrder, HdrIn In, bool Linear>
 std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, Mbuf** pkts,
                       std::uint16_t n) noexcept {
   static_assert(Packed || !InOrder, "split rings return every used entry");
@@ -318,7 +328,7 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
   std::uint64_t bytes = 0;
   // Hands over packet `m` (ok: its chain was sound and copied), or counts it and puts `m` back.
   auto deliver = [&](Mbuf* m, const virtio::NetHdr& hdr, bool ok) {
-    if (ok && read_net_hdr<Offload>(hdr, m)) [[likely]] {
+    if (ok && read_net_hdr<In>(hdr, m)) [[likely]] {
       bytes += m->pkt_len;
       pkts[got++] = m;
       return;
@@ -388,6 +398,9 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
       if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
         copy_from_buffer(c.seg[0].host, frame, m, hdr);
         r = Copied::ok;
+      } else if (Linear && c.readable_bytes >= virtio::net_hdr_bytes && c.readable_bytes <= max_packet_bytes &&
+                 frame > m->tailroom()) {
+        r = Copied::not_linear;  // a sound chain, too long for one mbuf (an unsound one stays bad_packet)
       } else {
         r = copy_from_chain(c, m, stash.pool(), hdr);
       }
@@ -399,6 +412,12 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
         break;
       }
       retire(c.id, c.ring_descs);
+      if (Linear && r == Copied::not_linear) [[unlikely]] {
+        s.counters.not_linear.add(1);  // the chain goes back used; `m`, untouched, to the stash
+        counters.errors.add(1);
+        stash.put_back(m);
+        continue;
+      }
       deliver(m, hdr, r == Copied::ok);
     }
   }

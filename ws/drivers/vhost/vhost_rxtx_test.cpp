@@ -99,7 +99,7 @@ TEST_F(StashTest, InOrderTxRingGetsEveryBurstBackAsOneUsedDescriptor) {
     }
     const std::vector<virtio::PackedDesc> before(ring.desc, ring.desc + ring_size);
     Mbuf* pkts[burst];
-    ASSERT_EQ((dequeue<true, true, false>(*slot, stash, counters, pkts, burst)), burst) << "round " << round;
+    ASSERT_EQ((dequeue<true, true, HdrIn::ignore, false>(*slot, stash, counters, pkts, burst)), burst) << "round " << round;
     for (Mbuf* m : pkts) EXPECT_EQ(m->pkt_len, 64u);
     mbuf_free_bulk(std::span<Mbuf* const>(pkts, burst));
     int written = 0;
@@ -113,6 +113,58 @@ TEST_F(StashTest, InOrderTxRingGetsEveryBurstBackAsOneUsedDescriptor) {
   EXPECT_FALSE(slot->health.broken());
   EXPECT_FALSE(driver_health.broken());
   EXPECT_EQ(counters.packets.read(), 50u * burst);
+}
+
+// linear-buffer=1: a packet larger than one mbuf is dropped and counted, its chain still goes
+// back used; the default chains it across mbufs. Either way the packets around it come through.
+TEST_F(StashTest, LinearBufferDropsWhatDoesNotFitOneMbuf) {
+  constexpr std::uint16_t ring_size = 64;
+  constexpr std::uint32_t big = 3000;  // more than one mbuf's room
+  virtio::test::TestMemory tm(1 << 20);
+  std::byte* small_pkt = tm.alloc(virtio::net_hdr_bytes + 64);
+  std::byte* big_pkt = tm.alloc(virtio::net_hdr_bytes + big);
+  for (const bool linear : {true, false}) {
+    SCOPED_TRACE(linear ? "linear-buffer=1" : "linear-buffer=0");
+    virtio::PackedRing ring;
+    ring.size = ring_size;
+    ring.desc = tm.alloc<virtio::PackedDesc>(virtio::packed_desc_bytes(ring_size), 16);
+    ring.driver_event = tm.alloc<virtio::EventSuppress>(4, 4);
+    ring.device_event = tm.alloc<virtio::EventSuppress>(4, 4);
+    auto slot = std::make_unique<RingSlot>();
+    slot->packed.init(ring, &tm.mem(), &slot->health, false, false, 0x8000);
+    virtio::QueueHealth driver_health;
+    virtio::PackedDriver<std::uint32_t> driver;
+    driver.init(ring, &driver_health, true, false);
+    MbufStash stash(pool_.get());
+    RxQueueCounters counters;
+    ASSERT_GT(stash.ensure(1), 0);
+    ASSERT_GT(big, stash.top()->tailroom());
+    const virtio::Buffer small_buf[] = {{tm.guest(small_pkt), virtio::net_hdr_bytes + 64, false}};
+    const virtio::Buffer big_buf[] = {{tm.guest(big_pkt), virtio::net_hdr_bytes + big, false}};
+    ASSERT_TRUE(driver.post(small_buf, 1, 0));
+    ASSERT_TRUE(driver.post(big_buf, 1, 1));
+    ASSERT_TRUE(driver.post(small_buf, 1, 2));
+    Mbuf* pkts[8];
+    const auto fn = linear ? &dequeue<true, true, HdrIn::ignore, true> : &dequeue<true, true, HdrIn::ignore, false>;
+    const std::uint16_t got = fn(*slot, stash, counters, pkts, 8);
+    if (linear) {
+      ASSERT_EQ(got, 2);
+      EXPECT_EQ(pkts[0]->pkt_len, 64u);
+      EXPECT_EQ(pkts[1]->pkt_len, 64u);
+      EXPECT_EQ(slot->counters.not_linear.read(), 1u);
+      EXPECT_EQ(counters.errors.read(), 1u);
+    } else {
+      ASSERT_EQ(got, 3);
+      EXPECT_EQ(pkts[1]->pkt_len, big);
+      EXPECT_GT(pkts[1]->nb_segs, 1) << "chained across mbufs";
+      EXPECT_EQ(slot->counters.not_linear.read(), 0u);
+      EXPECT_EQ(counters.errors.read(), 0u);
+    }
+    mbuf_free_bulk(std::span<Mbuf* const>(pkts, got));
+    std::uint32_t cookies[4], lens[4];
+    EXPECT_EQ(driver.reclaim(cookies, lens, 4), 3u) << "the dropped packet's chain is back too";
+    EXPECT_FALSE(slot->health.broken());
+  }
 }
 
 // The ring lock is a BurstGate (its handshake with a polling thread is tested in ws/core); the

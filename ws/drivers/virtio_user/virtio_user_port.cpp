@@ -9,11 +9,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
+
+#include <fmt/ranges.h>
 
 #include "ws/core/log.hpp"
 #include "ws/drivers/virtio_user/virtio_user_rxtx.hpp"
@@ -40,13 +43,33 @@ constexpr std::array virtio_user_params = {
     ParamSpec{"event_idx", "bool", "1", "negotiate EVENT_IDX if the backend offers it (notifications by index)"},
     ParamSpec{"csum", "bool", "0", "negotiate CSUM/GUEST_CSUM: TX checksum requests and RX checksum state in the header"},
     ParamSpec{"tso", "bool", "0", "negotiate HOST_TSO4/6 and GUEST_TSO4/6 (with csum=1): TCP segmentation in the header"},
+    // DPDK 22.11 net_virtio_user keys, so its device strings carry over unchanged.
+    ParamSpec{"mac", "mac", "02:56:49:52:54:00", "the port's MAC address, xx:xx:xx:xx:xx:xx"},
+    ParamSpec{"cq", "bool", "0",
+              "accepted for DPDK compatibility: DPDK emulates a control queue in the frontend only to enable queue "
+              "pairs; we enable every pair directly (SET_VRING_ENABLE), so queues>1 works with cq=0 too"},
+    ParamSpec{"speed", "uint", "10000",
+              "link speed in Mbps reported by link status (DPDK's values: 10000 20000 25000 40000 50000 56000 "
+              "100000 200000)"},
+    ParamSpec{"vectorized", "bool", "0",
+              "accepted for DPDK compatibility: there is no separate vector path here; every ring variant is the "
+              "one batched path"},
+    ParamSpec{"iface", "string", "",
+              "refused: DPDK's vhost-kernel tap name; this driver speaks vhost-user only (path= a unix socket)"},
 };
+
+// DPDK's accepted link speeds for speed= (virtio_dev_speed_capa_get), in Mbps.
+constexpr std::array<std::uint32_t, 8> dpdk_link_speeds = {10000, 20000, 25000, 40000, 50000, 56000, 100000, 200000};
+
+constexpr std::array<std::string_view, 1> virtio_user_aliases = {"virtio_user"};  // DPDK's RTE_PMD_REGISTER_ALIAS
 
 struct Options {
   std::string path;
   std::uint16_t queues = 1;
   std::uint32_t queue_size = 256;
   bool packed = false, in_order = true, mrg = true, server = false, csum = false, tso = false, event_idx = true;
+  MacAddress mac{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
+  std::uint32_t speed_mbps = 10000;
 };
 
 // Calls f.template operator()<B...>() with each combination of N bools until one returns true;
@@ -89,8 +112,9 @@ struct RingMem {
 
 class VirtioUserPort final : public Port {
  public:
-  VirtioUserPort(std::string name, Options o, Arena& arena) : Port(std::move(name), "virtio_user"), o_(std::move(o)), arena_(arena) {
-    mac_ = MacAddress{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
+  VirtioUserPort(std::string name, Options o, Arena& arena)
+      : Port(std::move(name), "net_virtio_user"), o_(std::move(o)), arena_(arena) {
+    mac_ = o_.mac;
   }
   ~VirtioUserPort() override {
     stop_monitor();
@@ -109,7 +133,7 @@ class VirtioUserPort final : public Port {
   // Checksum requests are always honoured (in the header when the device took CSUM, else in
   // software); TSO only when the device took HOST_TSO4/6 (negotiated when the port is created).
   PortInfo info() const override {
-    PortInfo i{"virtio_user", o_.queues, o_.queues, 0, 65535};
+    PortInfo i{"net_virtio_user", o_.queues, o_.queues, 0, 65535};
     i.tx_offload_capa = tx_offload::checksums;
     if (virtio::HdrOffloads::driver_tx(features_).tso4 || virtio::HdrOffloads::driver_tx(features_).tso6)
       i.tx_offload_capa |= tx_offload::tcp_tso;
@@ -153,6 +177,7 @@ class VirtioUserPort final : public Port {
   }
   Result<void> do_start() override;
   void do_stop() override;
+  LinkStatus link() const override { return {started(), o_.speed_mbps, true}; }
   void release_mbufs() override {
     for (auto& q : rxq_) q->release_mbufs();
     for (auto& q : txq_) q->release_mbufs();
@@ -531,7 +556,8 @@ void VirtioUserPort::do_stop() {
 
 class VirtioUserDriver final : public Driver {
  public:
-  std::string_view name() const override { return "virtio_user"; }
+  std::string_view name() const override { return "net_virtio_user"; }
+  std::span<const std::string_view> aliases() const override { return virtio_user_aliases; }
   std::span<const ParamSpec> params() const override { return virtio_user_params; }
   Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv& env) override {
     Options o;
@@ -549,8 +575,31 @@ class VirtioUserDriver final : public Driver {
     auto csum = args.get_bool("csum", false);
     auto tso = args.get_bool("tso", false);
     auto event_idx = args.get_bool("event_idx", true);
-    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso, &event_idx})
+    auto cq = args.get_bool("cq", false);                  // see the param help: nothing to do
+    auto vectorized = args.get_bool("vectorized", false);  // likewise
+    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso, &event_idx, &cq, &vectorized})
       if (!*b) return std::unexpected(b->error());
+    if (auto iface = args.get("iface"))
+      return fail("device '{}': key 'iface' value '{}': a vhost-kernel tap name, and this driver speaks vhost-user "
+                  "only; give path=<vhost-user unix socket> without iface",
+                  args.name(), *iface);
+    if (struct stat st {}; ::stat(o.path.c_str(), &st) == 0 && S_ISCHR(st.st_mode))
+      return fail("device '{}': key 'path' value '{}' is a character device (vhost-kernel or vhost-vdpa), and this "
+                  "driver speaks vhost-user only; expected a unix socket",
+                  args.name(), o.path);
+    if (auto text = args.get("mac")) {
+      auto mac = MacAddress::parse(*text);
+      if (!mac)
+        return fail("device '{}': key 'mac' value '{}': expected six hex bytes xx:xx:xx:xx:xx:xx ({})", args.name(),
+                    *text, mac.error().message);
+      o.mac = *mac;
+    }
+    auto speed = args.get_uint("speed", 10000, 0, UINT32_MAX);
+    if (!speed) return std::unexpected(speed.error());
+    if (std::find(dpdk_link_speeds.begin(), dpdk_link_speeds.end(), *speed) == dpdk_link_speeds.end())
+      return fail("device '{}': key 'speed' value {}: expected a link speed in Mbps that DPDK accepts: {}", args.name(),
+                  *speed, fmt::join(dpdk_link_speeds, ", "));
+    o.speed_mbps = static_cast<std::uint32_t>(*speed);
     if (!*packed && !std::has_single_bit(*size))
       return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), *size);
     if (env.arena == nullptr) return fail("device '{}': needs the application's shared arena", args.name());
