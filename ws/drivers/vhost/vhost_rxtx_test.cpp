@@ -133,8 +133,8 @@ TEST_F(StashTest, LinearBufferDropsWhatDoesNotFitOneMbuf) {
     auto slot = std::make_unique<RingSlot>();
     slot->packed.init(ring, &tm.mem(), &slot->health, false, false, 0x8000);
     virtio::QueueHealth driver_health;
-    virtio::PackedDriver<std::uint32_t> driver;
-    driver.init(ring, &driver_health, true, false);
+    virtio::PackedDriver<std::uint32_t, true> driver;
+    driver.init(ring, &driver_health, false);
     MbufStash stash(pool_.get());
     RxQueueCounters counters;
     ASSERT_GT(stash.ensure(1), 0);
