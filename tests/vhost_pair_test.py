@@ -778,6 +778,7 @@ class Lifecycle(PairBase):
         second = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
                                                           "--nb-cores=1"], "second", 2))
         sout = self.finish(second)
+        vhost.send_signal(signal.SIGINT)  # done once the second frontend is (its 9 s is a cap)
         hout = self.finish(vhost)
         self.assertEqual(second.returncode, 0, sout[-3000:])
         self.assertEqual(vhost.returncode, 0, hout[-3000:])
@@ -811,6 +812,7 @@ class Lifecycle(PairBase):
             self.check_side(s, out, tag)
             self.assertGreater(s["ports"][0]["rx_packets"], 10000, "{}: the backend did not come (back)\n{}".format(
                 tag, out[-2000:]))
+        vhost.send_signal(signal.SIGINT)  # done once the last frontend is (its 10 s is a cap)
         hout = self.finish(vhost)
         self.assertEqual(vhost.returncode, 0, hout[-3000:])
         hs = self.summary("vhost")
@@ -858,7 +860,7 @@ class Lifecycle(PairBase):
         self.for_each_ring_variant(self.serve_backends_that_come_back)
 
     def serve_backends_that_come_back(self, name, packed, in_order):
-        front = self.start_server_frontend(name, packed, in_order, 9)
+        front = self.start_server_frontend(name, packed, in_order, 30)
         for k, fate in enumerate(("exits", "killed", "verified")):
             tag = "{}_back{}".format(name, k)
             back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
@@ -879,6 +881,7 @@ class Lifecycle(PairBase):
             p = s["ports"][0]
             self.assertGreater(p["rx_packets"], 10000, "{}: the frontend's TX ring did not resume".format(tag))
             self.assertGreater(p["tx_packets"], 10000, "{}: the frontend's RX ring did not resume".format(tag))
+        front.send_signal(signal.SIGINT)  # done once the last backend is (its 30 s is a cap)
         fout = self.finish(front)
         self.assertEqual(front.returncode, 0, fout[-3000:])
         fs = self.summary(name + "_front")
@@ -895,7 +898,7 @@ class Lifecycle(PairBase):
         self.for_each_ring_variant(self.account_exactly_across_backend_restarts, prefix="exact_")
 
     def account_exactly_across_backend_restarts(self, name, packed, in_order):
-        front = self.start_server_frontend(name, packed, in_order, 6)
+        front = self.start_server_frontend(name, packed, in_order, 30)
         backs = []
         for k in range(2):
             tag = "{}_back{}".format(name, k)
@@ -905,6 +908,7 @@ class Lifecycle(PairBase):
             self.assertEqual(back.returncode, 0, out[-3000:])
             backs.append(self.summary(tag))
             self.check_side(backs[-1], out, tag)
+        front.send_signal(signal.SIGINT)  # done once the last backend is (its 30 s is a cap)
         fout = self.finish(front)
         self.assertEqual(front.returncode, 0, fout[-3000:])
         fs = self.summary(name + "_front")
@@ -927,7 +931,7 @@ class Lifecycle(PairBase):
         self.for_each_ring_variant(self.serve_dpdk_backends_that_come_back)
 
     def serve_dpdk_backends_that_come_back(self, name, packed, in_order):
-        front = self.start_server_frontend(name, packed, in_order, 11)
+        front = self.start_server_frontend(name, packed, in_order, 30)
         for k in range(2):
             back = self.start([DPDK, "--no-huge", "-m", "512"] + VHOST_LCORES +
                               ["--file-prefix=wsvh{}".format(os.getpid()), "--no-pci", "--single-file-segments",
@@ -942,6 +946,7 @@ class Lifecycle(PairBase):
             self.assertGreater(drx, 100, "DPDK backend {}: the frontend's TX ring did not (re)start".format(k))
             self.assertGreater(dtx, 100, "DPDK backend {}: the frontend's RX ring did not (re)start".format(k))
             shutil.rmtree(os.path.join("/var/run/dpdk", "wsvh{}".format(os.getpid())), ignore_errors=True)
+        front.send_signal(signal.SIGINT)  # done once the last backend is (its 30 s is a cap)
         fout = self.finish(front)
         self.assertEqual(front.returncode, 0, fout[-3000:])
         fs = self.summary(name + "_front")
