@@ -20,6 +20,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -136,6 +137,12 @@ class OffloadBase(vp.PairBase):
                                                                 os.path.join(self.tmp.name, tag + ".json")]
                           + vp.POOL + list(app))
 
+    def stop_receiver(self, rx):
+        """Our receiver, once the sender has quit (everything sent was taken): stopped, not left
+        to run out its --duration (a cap); returns its output."""
+        rx.send_signal(signal.SIGINT)
+        return self.finish(rx)
+
     def dpdk_args(self, lcores, vdevs, app, prefix, huge):
         mem = ["-m", "512", "--in-memory"] if huge else ["--no-huge", "-m", "512"]
         args = [vp.DPDK] + mem + lcores + ["--file-prefix=" + prefix, "--no-pci", "--single-file-segments"]
@@ -205,7 +212,7 @@ class OursWithOurs(OffloadBase):
                     self.sock, packed), "virtio")
                 self.say(tx, "start", pause=2.0)
                 self.say(tx, "stop", "quit")
-                tout, rout = self.finish(tx), self.finish(rx)
+                tout, rout = self.finish(tx), self.stop_receiver(rx)
                 self.check_ours("virtio", tout, tx=COUNT)
                 self.check_ours("vhost", rout, rx=COUNT)
                 self.assertTrue(negotiated(tout) & CSUM, tout[-2000:])
@@ -225,7 +232,7 @@ class OursWithOurs(OffloadBase):
                              "virtio")
         self.say(tx, "start", pause=2.0)
         self.say(tx, "stop", "quit")
-        tout, rout = self.finish(tx), self.finish(rx)
+        tout, rout = self.finish(tx), self.stop_receiver(rx)
         self.check_ours("virtio", tout, tx=COUNT)
         self.check_ours("vhost", rout, rx=COUNT)
         self.assertTrue(negotiated(tout) & CSUM, tout[-2000:])
@@ -241,7 +248,7 @@ class OursWithOurs(OffloadBase):
                 time.sleep(1.0)
                 self.say(tx, "start", pause=2.0)
                 self.say(tx, "stop", "quit")
-                tout, rout = self.finish(tx), self.finish(rx)
+                tout, rout = self.finish(tx), self.stop_receiver(rx)
                 self.check_ours("vhost", tout, tx=COUNT)
                 self.check_ours("virtio", rout, rx=COUNT)
                 self.assertTrue(negotiated(rout) & GUEST_CSUM, rout[-2000:])
@@ -277,7 +284,7 @@ class OursWithDpdk(OffloadBase):
         time.sleep(1.0)
         self.run_dpdk_sender(tx)
         tout = self.finish(tx)
-        rout = self.finish(rx)
+        rout = self.stop_receiver(rx)
         self.check_ours("virtio", rout, rx=COUNT)
         self.assertTrue(negotiated(rout) & GUEST_CSUM, rout[-2000:])
         self.check_delivered("DPDK net_vhost -> our virtio_user\n" + tout[-2000:])
@@ -293,7 +300,7 @@ class OursWithDpdk(OffloadBase):
             time.sleep(1.0)
             self.run_dpdk_sender(tx)
             tout = self.finish(tx)
-            rout = self.finish(rx)
+            rout = self.stop_receiver(rx)
             self.check_ours("vhost", rout, rx=COUNT)
             self.assertTrue(negotiated(rout) & CSUM, "DPDK's virtio renegotiated CSUM\n" + rout[-2000:])
             self.check_delivered("DPDK virtio_user -> our net_vhost\n" + tout[-2000:])
