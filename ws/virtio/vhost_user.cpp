@@ -315,4 +315,20 @@ Result<int> listen_unix(const std::string& path) {
   return fd;
 }
 
+Result<int> connect_unix(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path))
+    return fail("socket path '{}' is longer than {} bytes", path, sizeof(addr.sun_path) - 1);
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail("socket for '{}': {}", path, std::strerror(errno));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail("cannot connect to '{}': {}", path, std::strerror(err));
+  }
+  return fd;
+}
+
 }  // namespace ws::virtio::vhost_user

@@ -148,5 +148,7 @@ Result<void> send_message(int sock, const Message& msg, std::span<const int> fds
 // file and connects at once is never refused, however late this thread runs. A stale socket at
 // `path` is replaced; anything else there is an error. Returns the listening fd.
 Result<int> listen_unix(const std::string& path);
+// The client side's socket: connected to `path`. Returns the fd, or an error naming the path.
+Result<int> connect_unix(const std::string& path);
 
 }  // namespace ws::virtio::vhost_user

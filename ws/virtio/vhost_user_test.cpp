@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -120,18 +119,15 @@ TEST(VhostUserSocket, PassesFdsAndRefusesTooMany) {
 
 // The server's socket is there only once it listens: a peer that connects as soon as the file
 // appears is never refused. A stale socket is replaced; a file that is not a socket is an error.
+// The client side (connect_unix) reaches it, and says which path it could not reach.
 TEST(VhostUserSocket, ListeningSocketAppearsWhenItAcceptsAndReplacesAStaleOne) {
   char dir[] = "/tmp/ws-listen-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const std::string path = std::string(dir) + "/vhost.sock";
   auto connect_to = [&path] {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strcpy(addr.sun_path, path.c_str());
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
+    auto fd = connect_unix(path);
+    if (fd) ::close(*fd);
+    return fd.has_value();
   };
   for (int round = 0; round < 2; ++round) {  // the second finds the first's socket, stale once closed
     auto fd = listen_unix(path);
@@ -140,6 +136,10 @@ TEST(VhostUserSocket, ListeningSocketAppearsWhenItAcceptsAndReplacesAStaleOne) {
     ::close(*fd);
     EXPECT_FALSE(connect_to()) << "nobody listens any more";
   }
+  auto refused = connect_unix(path);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("cannot connect to '" + path + "'"), std::string::npos)
+      << refused.error().message;
   std::vector<std::string> left;
   for (const auto& e : std::filesystem::directory_iterator(dir)) left.push_back(e.path().filename());
   EXPECT_EQ(left, std::vector<std::string>{"vhost.sock"}) << "no temporary name left behind";
@@ -152,6 +152,9 @@ TEST(VhostUserSocket, ListeningSocketAppearsWhenItAcceptsAndReplacesAStaleOne) {
   auto too_long = listen_unix(std::string(dir) + "/" + std::string(100, 'x'));
   ASSERT_FALSE(too_long);
   EXPECT_NE(too_long.error().message.find("too long"), std::string::npos) << too_long.error().message;
+  auto too_long_peer = connect_unix(std::string(dir) + "/" + std::string(110, 'x'));
+  ASSERT_FALSE(too_long_peer);
+  EXPECT_NE(too_long_peer.error().message.find("is longer than"), std::string::npos) << too_long_peer.error().message;
   std::filesystem::remove_all(dir);
 }
 

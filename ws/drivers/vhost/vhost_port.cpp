@@ -4,8 +4,6 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <array>
@@ -106,19 +104,6 @@ DequeueFn pick_dequeue(bool in_order, HdrIn in, bool linear) noexcept {
     if (in_order) return pick_dequeue<true, true>(in, linear);
   }
   return pick_dequeue<Packed, false>(in, linear);
-}
-
-int unix_socket(const std::string& path, sockaddr_un& addr, std::string& error) {
-  if (path.size() >= sizeof(addr.sun_path)) {
-    error = fmt::format("path '{}' is longer than {} bytes", path, sizeof(addr.sun_path) - 1);
-    return -1;
-  }
-  addr = {};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) error = std::strerror(errno);
-  return fd;
 }
 
 // What the device string asked for beyond the socket.
@@ -289,15 +274,8 @@ class VhostPort final : public Port, public virtio::RingListener {
 };
 
 int VhostPort::connect_client() {
-  sockaddr_un addr;
-  std::string err;
-  const int fd = unix_socket(iface_, addr, err);
-  if (fd < 0) return -1;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+  auto fd = vu::connect_unix(iface_);  // not there yet, or refused: serve() tries again
+  return fd ? *fd : -1;
 }
 
 void VhostPort::serve() {

@@ -6,7 +6,6 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -291,20 +290,9 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
     if (sock_ < 0) return fail("device '{}': key 'server'=1: no backend connected to '{}' within 30 s", name(), o_.path);
     return negotiate();
   }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (o_.path.size() >= sizeof(addr.sun_path))
-    return fail("device '{}': key 'path' value '{}' is longer than {} bytes", name(), o_.path, sizeof(addr.sun_path) - 1);
-  std::memcpy(addr.sun_path, o_.path.c_str(), o_.path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return fail("device '{}': socket: {}", name(), std::strerror(errno));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return fail("device '{}': key 'path' value '{}': cannot connect: {} (is the vhost backend running?)", name(),
-                o_.path, std::strerror(err));
-  }
-  sock_ = fd;
+  auto fd = vu::connect_unix(o_.path);
+  if (!fd) return fail("device '{}': key 'path': {} (is the vhost backend running?)", name(), fd.error().message);
+  sock_ = *fd;
   return negotiate();
 }
 
