@@ -32,6 +32,24 @@ TEST(CopyBytes, EveryLengthAndOffsetMatchesMemcpy) {
     }
 }
 
+// A packed ring in `tm`: our backend's side (a RingSlot, at base 0x8000) and an in-order driver
+// posting to it.
+struct PackedRingPair {
+  virtio::PackedRing ring;
+  std::unique_ptr<RingSlot> slot = std::make_unique<RingSlot>();
+  virtio::QueueHealth driver_health;
+  virtio::PackedDriver<std::uint32_t, true> driver;
+
+  PackedRingPair(virtio::test::TestMemory& tm, std::uint16_t size) {
+    ring.size = size;
+    ring.desc = tm.alloc<virtio::PackedDesc>(virtio::packed_desc_bytes(size), 16);
+    ring.driver_event = tm.alloc<virtio::EventSuppress>(4, 4);
+    ring.device_event = tm.alloc<virtio::EventSuppress>(4, 4);
+    slot->packed.init(ring, &tm.mem(), &slot->health, false, false, 0x8000);
+    driver.init(ring, &driver_health, false);
+  }
+};
+
 class StashTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -77,17 +95,9 @@ TEST_F(StashTest, RefillsInBulkHandsOutFreshMbufsAndReturnsEverything) {
 TEST_F(StashTest, InOrderTxRingGetsEveryBurstBackAsOneUsedDescriptor) {
   constexpr std::uint16_t ring_size = 1024, burst = 32, descs_per_packet = 3;
   virtio::test::TestMemory tm(1 << 20);
-  virtio::PackedRing ring;
-  ring.size = ring_size;
-  ring.desc = tm.alloc<virtio::PackedDesc>(virtio::packed_desc_bytes(ring_size), 16);
-  ring.driver_event = tm.alloc<virtio::EventSuppress>(4, 4);
-  ring.device_event = tm.alloc<virtio::EventSuppress>(4, 4);
+  PackedRingPair pair(tm, ring_size);
+  auto& [ring, slot, driver_health, driver] = pair;
   std::byte* data = tm.alloc(virtio::net_hdr_bytes + 64);  // every packet: zero header, 64 B frame
-  auto slot = std::make_unique<RingSlot>();
-  slot->packed.init(ring, &tm.mem(), &slot->health, false, false, 0x8000);
-  virtio::QueueHealth driver_health;
-  virtio::PackedDriver<std::uint32_t, true> driver;
-  driver.init(ring, &driver_health, false);
   MbufStash stash(pool_.get());
   RxQueueCounters counters;
   std::uint32_t cookies[burst + 1];
@@ -127,16 +137,8 @@ TEST_F(StashTest, LinearBufferDropsWhatDoesNotFitOneMbuf) {
   std::byte* big_pkt = tm.alloc(virtio::net_hdr_bytes + big);
   for (const bool linear : {true, false}) {
     SCOPED_TRACE(linear ? "linear-buffer=1" : "linear-buffer=0");
-    virtio::PackedRing ring;
-    ring.size = ring_size;
-    ring.desc = tm.alloc<virtio::PackedDesc>(virtio::packed_desc_bytes(ring_size), 16);
-    ring.driver_event = tm.alloc<virtio::EventSuppress>(4, 4);
-    ring.device_event = tm.alloc<virtio::EventSuppress>(4, 4);
-    auto slot = std::make_unique<RingSlot>();
-    slot->packed.init(ring, &tm.mem(), &slot->health, false, false, 0x8000);
-    virtio::QueueHealth driver_health;
-    virtio::PackedDriver<std::uint32_t, true> driver;
-    driver.init(ring, &driver_health, false);
+    PackedRingPair pair(tm, ring_size);
+    auto& [ring, slot, driver_health, driver] = pair;
     MbufStash stash(pool_.get());
     RxQueueCounters counters;
     ASSERT_GT(stash.ensure(1), 0);
@@ -169,8 +171,6 @@ TEST_F(StashTest, LinearBufferDropsWhatDoesNotFitOneMbuf) {
   }
 }
 
-// The ring lock is a BurstGate (its handshake with a polling thread is tested in ws/core); the
-// slot adds SET_VRING_ENABLE: a ring is entered only when started and enabled.
 // A header already as it must be is not stored again (DPDK's vhost does the same): the line
 // stays clean in the frontend's cache. Proven on a read-only page, where a store would fault.
 TEST(NetHeader, StoredOnlyWhereItDiffers) {
@@ -196,6 +196,8 @@ TEST(NetHeader, StoredOnlyWhereItDiffers) {
   ::munmap(mem, static_cast<std::size_t>(page));
 }
 
+// The ring lock is a BurstGate (its handshake with a polling thread is tested in ws/core); the
+// slot adds SET_VRING_ENABLE: a ring is entered only when started and enabled.
 TEST(RingSlot, EnteredOnlyWhenStartedAndEnabled) {
   auto slot = std::make_unique<RingSlot>();
   EXPECT_FALSE(slot->enter()) << "a ring not started yet";
