@@ -203,20 +203,25 @@ class OffloadBase(vp.PairBase):
 
 
 class OursWithOurs(OffloadBase):
+    def virtio_user_to_vhost(self, vhost_dev, virtio_dev, context, receiver_app=()):
+        """Our virtio_user (csum=1) sends the frames, our net_vhost receives them into the pcap."""
+        rx = self.our_receiver(vp.VHOST_LCORES, vhost_dev, "vhost", 6, app=receiver_app)
+        self.assertTrue(vp.wait_for_socket(self.sock, rx))
+        tx = self.our_sender(vp.VIRTIO_LCORES, virtio_dev, "virtio")
+        self.say(tx, "start", pause=2.0)
+        self.say(tx, "stop", "quit")
+        tout, rout = self.finish(tx), self.stop_receiver(rx)
+        self.check_ours("virtio", tout, tx=COUNT)
+        self.check_ours("vhost", rout, rx=COUNT)
+        self.assertTrue(negotiated(tout) & CSUM, tout[-2000:])
+        self.check_delivered(context)
+
     def test_virtio_user_sends_vhost_completes(self):
         for packed in (0, 1):
             with self.subTest(packed=packed):
-                rx = self.our_receiver(vp.VHOST_LCORES, "net_vhost0,iface=" + self.sock, "vhost", 6)
-                self.assertTrue(vp.wait_for_socket(self.sock, rx))
-                tx = self.our_sender(vp.VIRTIO_LCORES, "virtio_user0,path={},csum=1,packed_vq={}".format(
-                    self.sock, packed), "virtio")
-                self.say(tx, "start", pause=2.0)
-                self.say(tx, "stop", "quit")
-                tout, rout = self.finish(tx), self.stop_receiver(rx)
-                self.check_ours("virtio", tout, tx=COUNT)
-                self.check_ours("vhost", rout, rx=COUNT)
-                self.assertTrue(negotiated(tout) & CSUM, tout[-2000:])
-                self.check_delivered("virtio_user -> net_vhost, packed={}".format(packed))
+                self.virtio_user_to_vhost("net_vhost0,iface=" + self.sock,
+                                          "virtio_user0,path={},csum=1,packed_vq={}".format(self.sock, packed),
+                                          "virtio_user -> net_vhost, packed={}".format(packed))
                 self.tearDown()
                 self.setUp()
 
@@ -225,18 +230,10 @@ class OursWithOurs(OffloadBase):
         TX checksum request on the mbuf, and the pcap port the receiver forwards to (asked for
         checksum offloads, done in software) completes it: the pcap is right only if every
         request was turned into the right flags and lengths."""
-        rx = self.our_receiver(vp.VHOST_LCORES, "eth_vhost0,iface={},legacy-ol-flags=1".format(self.sock), "vhost", 6,
-                               app=["--tx-offloads=0xe"])
-        self.assertTrue(vp.wait_for_socket(self.sock, rx))
-        tx = self.our_sender(vp.VIRTIO_LCORES, "net_virtio_user0,path={},csum=1,packed_vq=1".format(self.sock),
-                             "virtio")
-        self.say(tx, "start", pause=2.0)
-        self.say(tx, "stop", "quit")
-        tout, rout = self.finish(tx), self.stop_receiver(rx)
-        self.check_ours("virtio", tout, tx=COUNT)
-        self.check_ours("vhost", rout, rx=COUNT)
-        self.assertTrue(negotiated(tout) & CSUM, tout[-2000:])
-        self.check_delivered("virtio_user -> net_vhost legacy-ol-flags=1 -> pcap")
+        self.virtio_user_to_vhost("eth_vhost0,iface={},legacy-ol-flags=1".format(self.sock),
+                                  "net_virtio_user0,path={},csum=1,packed_vq=1".format(self.sock),
+                                  "virtio_user -> net_vhost legacy-ol-flags=1 -> pcap",
+                                  receiver_app=["--tx-offloads=0xe"])
 
     def test_vhost_sends_virtio_user_completes(self):
         for packed in (0, 1):
