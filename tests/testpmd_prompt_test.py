@@ -44,23 +44,30 @@ class PromptCase(unittest.TestCase):
 
     def run_commands(self, lines, vdevs=NULL2, app=()):
         """Runs `lines` at the prompt (piped stdin, one at a time, each after the previous one's
-        prompt; forwarding gets half a second after each start); returns each command's output."""
+        prompt; forwarding gets half a second after each start); returns each command's output.
+        A line may come as (line, wait): wait seconds after it, or, when wait is a string, until
+        that string has been printed since the line was sent (at most 20 s: a loaded machine
+        may take long to get the forwarding lcore going again)."""
         summary = os.path.join(self.tmp.name, "summary.json")
         args = [BINARY] + EAL + vdevs + ["--", "-i", "--summary-json", summary] + POOL + list(app)
         p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out = b""
 
-        def read_prompt():
+        def read_until(done, what):
+            """Reads the output until done() holds (at most 20 s) or the process closes it."""
             nonlocal out
             end = time.time() + 20
-            while out.count(PROMPT.encode()) < 1 + len(chunks):
-                self.assertLess(time.time(), end, out[-3000:])
+            while not done():
+                self.assertLess(time.time(), end, "waited for {}\n{}".format(what, out[-3000:]))
                 r, _, _ = select.select([p.stdout], [], [], 0.1)
                 if r:
                     data = os.read(p.stdout.fileno(), 65536)
                     if not data:
                         return
                     out += data
+
+        def read_prompt():
+            read_until(lambda: out.count(PROMPT.encode()) >= 1 + len(chunks), "the prompt")
 
         chunks = []
         try:
@@ -70,9 +77,13 @@ class PromptCase(unittest.TestCase):
                     line, wait_s = line
                 else:
                     wait_s = 0.5 if line.startswith("start") else 0
+                sent_at = len(out)
                 p.stdin.write((line + "\n").encode())
                 p.stdin.flush()
-                time.sleep(wait_s)
+                if isinstance(wait_s, str):
+                    read_until(lambda: wait_s.encode() in out[sent_at:], repr(wait_s))
+                else:
+                    time.sleep(wait_s)
                 chunks.append(line)
                 read_prompt()
             rest, err = p.communicate(timeout=20)  # closes stdin
@@ -238,8 +249,8 @@ class Commands(PromptCase):
         # 64 packets circulate between the two rings; verbose on and off while they do.
         chunks = self.check([
             ("start tx_first", ["io packet forwarding"]),
-            ("set verbose 1", ["Change verbose level from 0 to 1"], 0.3),
-            ("set verbose 2", ["Change verbose level from 1 to 2"], 0.3),
+            ("set verbose 1", ["Change verbose level from 0 to 1"], ": received 4 packets"),
+            ("set verbose 2", ["Change verbose level from 1 to 2"], ": sent 4 packets"),
             ("set verbose 0", ["Change verbose level from 2 to 0"]),
             ("show fwd stats all", ["!src="]),
             ("stop", ["!src=", "Accumulated forward statistics"]),
