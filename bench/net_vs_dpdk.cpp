@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ws/net against Debian's DPDK in one process and one thread: IPv4 header checksum, TCP/UDP
 // checksum with pseudo-header, the raw (vectorised) sum, Toeplitz RSS and software GSO, at 64 B
 // and 1500 B frames. Each case runs both sides over the same 256 packets, alternating which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ring and mempool cost per element, ours against Debian's DPDK, in one process and one thread:
 // the single-lcore "bulk enq/dequeue" loop of DPDK's ring_perf_autotest and a get_bulk/put_bulk
 // loop, alternating the two sides over several rounds. Prints the median cycles/element.

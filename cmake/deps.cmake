@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Third-party packages, all from Debian (scripts/install-deps installs them).
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Compiler flags shared by every wirespeed target (ws_flags is linked by each module).
 add_library(ws_flags INTERFACE)
 target_compile_options(ws_flags INTERFACE -Wall -Wextra -Wshadow -Wnon-virtual-dtor

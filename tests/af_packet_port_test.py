@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """net_af_packet on veth pairs in the test's own network namespaces: txonly on one end and rxonly
 on the other with every count checked against the kernel's interface counters (ip -s link), two
 queue pairs fanned out by flow hash, the kernel's ping across io forwarding between two veth

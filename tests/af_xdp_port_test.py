@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """net_af_xdp on veth pairs in the test's own network namespaces: txonly -> rxonly with counts
 checked against the kernel's interface counters, and the XDP fast-drop program (drop_all,
 drop_udp_dport:N) whose counter (xstats xdp_prog_dropped, read through the prompt) must agree with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Scenarios for ws/net through the real wirespeed-testpmd: csum and 5tswap forwarding over
 net_pcap files of TCP/UDP over IPv4/IPv6 with known bad checksums (counted with
 --enable-rx-cksum, recomputed on the way out, checked by tshark), over a net_ring pair fed by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Network namespaces and veth pairs for tests with kernel peers. Every name carries the test
 process id, every address is inside 10.99.0.0/16, and everything is deleted at cleanup (even when
 the test fails). Without root the tests skip; under CI (env CI set) they fail instead."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """net_pcap with tshark as the independent reader: files the test writes (pcap with microsecond
 and nanosecond timestamps, pcapng converted by Wireshark's editcap, text2pcap output) go through
 net_pcap -> io forwarding -> tx_pcap, and tshark must read back every packet byte for byte; bad

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """net_tap with the kernel stack as the peer: in the test's own network namespace the kernel
 pings the address icmpecho answers for (--icmpecho-ip) through a TAP port, with one queue and
 with IFF_MULTI_QUEUE queues; an address the port does not own stays unanswered; `remote=` makes

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Live capture at the prompt (capture start <port> <file> [filter] / capture stop): pcapng
 files checked by tshark (count, content, interface name and description, nanosecond
 timestamps), a capture started and stopped while forwarding runs, and bad filters and paths.

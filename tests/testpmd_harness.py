@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the tests that run wirespeed-testpmd share: the command line they are started with
 (--binary PATH, the rest for unittest), the per-test preamble (CPUs 0 and 1, a temp dir) and the
 markers of a crash that no run's output may contain."""

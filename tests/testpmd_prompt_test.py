@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The wirespeed-testpmd prompt, driven for real: through a pseudo-terminal (libedit line
 editing, history, tab completion, a signal at the prompt) and through piped stdin and
 --cmdline-file (every command's output, settings refused while forwarding runs, bad commands

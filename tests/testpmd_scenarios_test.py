@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Scenarios for the real wirespeed-testpmd binary: every forwarding mode on net_null and net_ring
 ports, checked through --summary-json (exact packet accounting, pool audit, port counters that
 agree with the stream totals), the periodic and final statistics, the prompt, SIGINT, and bad

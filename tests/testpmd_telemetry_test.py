@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """DPDK telemetry v2 on wirespeed-testpmd: Debian's dpdk-telemetry.py, unchanged, and a plain
 SOCK_SEQPACKET client query a running process; the answers are compared with the port counters
 the process reports itself (summary JSON). Also: the socket path rules (file prefix,

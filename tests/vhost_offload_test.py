@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checksum offload through the virtio-net header, with real peers.
 
 Each run has a sender and a receiver joined by vhost-user. The sender reads TCP and UDP packets

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """vhost-user pairs with real peers: wirespeed-testpmd's net_vhost and virtio_user against each
 other (split and packed, in_order 0/1, mrg_rxbuf 0/1, 1 and 2 queue pairs, 64 B, 1500 B and
 two-segment packets) and against Debian's dpdk-testpmd in both directions; a hostile frontend

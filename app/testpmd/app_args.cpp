@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Application option parsing with dpdk-testpmd's names, defaults and limits.
 #include "app/testpmd/app_args.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The application half of a dpdk-testpmd command line (after "--"): forwarding mode, cores,
 // queues, bursts, packet shapes, stats and run control. Names and defaults follow dpdk-testpmd.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // parse_eal_args and parse_app_args: dpdk-testpmd's option names, both value forms, its
 // defaults, and errors that name the option, the value and what is accepted.
 #include <fmt/ranges.h>

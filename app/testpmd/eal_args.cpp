@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // EAL option parsing.
 #include "app/testpmd/eal_args.hpp"
 

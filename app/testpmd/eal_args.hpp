@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The EAL half of a dpdk-testpmd command line (everything before "--"): lcores, virtual
 // devices, memory. Same option names and meanings as DPDK's EAL.
 #pragma once

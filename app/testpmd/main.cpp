@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // wirespeed-testpmd: dpdk-testpmd's command line ([EAL options] -- [app options]) on wirespeed.
 #include <atomic>
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The csum engine's per-port settings (`csum set`, `tso set`) and the TX offloads they enable
 // on the port: a layer set to hw, or a TSO segment size, enables the matching offload, which
 // the port does itself or in software (ws::Port). Also the ports' RSS types (`port config all

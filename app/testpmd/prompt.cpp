@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Prompt: matching a line against the command table, checking its arguments, and reading
 // lines (libedit on a terminal, plain getline otherwise).
 #include "app/testpmd/prompt.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The interactive prompt (-i) and --cmdline-file. Commands are listed in prompt/*_cmds.cpp;
 // they run on the control thread while forwarding continues. On a terminal the prompt reads
 // through libedit (line editing, history, tab completion); otherwise it reads plain lines.

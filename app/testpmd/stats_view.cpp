@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Statistics output in dpdk-testpmd's layout, so scripts that parse it keep working.
 #include <cinttypes>
 #include <cstdio>

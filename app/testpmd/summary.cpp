@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JSON summary for scripted runs (tests and benchmarks read it).
 #include "app/testpmd/summary.hpp"
 

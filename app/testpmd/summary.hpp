@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The --summary-json report: per-port and total counts, rates, cycles per packet, pool audit.
 #pragma once
 #include <string>

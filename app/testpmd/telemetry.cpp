@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The telemetry v2 server: the socket, the client loop, and DPDK's command set and JSON shapes
 // (lib/telemetry/telemetry.c and lib/ethdev/rte_ethdev.c of DPDK 22.11).
 #include "app/testpmd/telemetry.hpp"

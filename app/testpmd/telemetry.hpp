@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DPDK telemetry v2 for wirespeed-testpmd: a SOCK_SEQPACKET unix socket at the path DPDK uses
 // for the file prefix, answering DPDK's JSON commands (/, /info, /help, /eal/params,
 // /ethdev/list|info|stats|xstats|link_status) so that dpdk-telemetry.py works unchanged.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Prometheus endpoint: a tiny HTTP/1.0 responder for GET /metrics.
 #include "app/testpmd/telemetry_metrics.hpp"
 

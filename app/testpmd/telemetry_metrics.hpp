@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // --metrics-addr 127.0.0.1:PORT: per-port and per-queue counters in Prometheus' text exposition
 // format (version 0.0.4) over plain HTTP, on loopback only, served by one control thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Testpmd set-up, forwarding start/stop and teardown, mirroring dpdk-testpmd's sequence.
 #include "app/testpmd/testpmd.hpp"
 

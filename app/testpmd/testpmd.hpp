@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The testpmd application state: ports, the mbuf pool, streams and forwarding lcores, and the
 // start/stop/teardown sequence. main.cpp parses the command line and drives it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Arena on memfd: MFD_HUGETLB first when allowed, plain shmem pages otherwise.
 #include "ws/core/arena.hpp"
 

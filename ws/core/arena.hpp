@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Arena: one block of shareable memory (a memfd, on hugetlb pages when the machine has them)
 // from which pools and rings are carved. A vhost-user peer maps the same memory by the fd;
 // virtual devices use IOVA = virtual address.

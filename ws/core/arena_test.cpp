@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Arena: memfd-backed memory with and without huge pages, aligned carving, exhaustion errors,
 // contains(), and the fd a vhost-user peer would map.
 #include "ws/core/arena.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // BurstGate: keeps a polling lcore out of a queue while the control path works on it (a ring
 // reset, a reconnection), without a locked instruction per burst.
 #pragma once

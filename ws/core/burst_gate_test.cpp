@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // BurstGate: close() returns only when the lcore is outside and will not enter until open().
 #include "ws/core/burst_gate.hpp"
 

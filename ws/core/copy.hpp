@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Inline copy of small arrays of trivially copyable elements (pointer bursts): chunks of four
 // (one 32-byte move for pointers) then the rest. For the sizes bursts have (8..512) it beats a
 // call to memcpy, and same-width stores keep store-to-load forwarding working for readers.

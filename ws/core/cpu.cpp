@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TSC calibration against CLOCK_MONOTONIC_RAW; the process-wide fence (membarrier(2)).
 #include "ws/core/cpu.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CPU facts the hot path relies on: cache-line size, prefetch, the time-stamp counter.
 #pragma once
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device string parsing and typed access.
 #include "ws/core/devargs.hpp"
 

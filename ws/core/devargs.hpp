@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device strings in DPDK's form: "net_vhost0,iface=/tmp/vhost0,queues=4". The first field is
 // the device name; the rest are key=value pairs, where a value may be a bracketed list
 // ("key=[a,b]"). Keys may repeat (net_pcap takes one rx_pcap per queue). As DPDK's kvargs, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for DevArgs::parse and its getters: no crash, no UB, and what parses must
 // print back to a device string that parses to the same name and pairs.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DevArgs: DPDK-style device strings, bracket lists, repeated keys, parse errors, typed getters
 // and the unknown-key error that lists the known keys.
 #include "ws/core/devargs.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Lcore list parsing (DPDK syntax), pinning and launch.
 #include "ws/core/lcore.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Lcores: the application's worker threads, each pinned to a set of CPUs. Parses DPDK's
 // `-l 0-3,5` lists and `--lcores '0@0,1@(2-3),(4-5)@6'` mappings, and launches functions on them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Lcore option parsing (-l, -c, --lcores) against the CPUs this machine really has, and the
 // thread-local lcore id that LcoreThread sets.
 #include "ws/core/lcore.hpp"

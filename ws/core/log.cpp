@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Logging to stderr with the level as prefix.
 #include "ws/core/log.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Levelled logging for the control path (never the hot path). Thread-safe: one line per call.
 #pragma once
 #include <string_view>

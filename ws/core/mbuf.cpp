@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Mbuf editing, freeing and cloning.
 #include "ws/core/mbuf.hpp"
 

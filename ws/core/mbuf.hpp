@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Mbuf: a packet buffer's metadata in two cache lines, followed in its pool object by an
 // optional private area and the data buffer (headroom + data room).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Mbuf and PktmbufPool: the state alloc hands out, append/prepend/adj/trim bounds, chains,
 // clones (indirect mbufs sharing a direct buffer), reference counts, and bulk free across pools.
 // Every test ends by proving through in_use() that nothing leaked.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Mempool creation and audit.
 #include "ws/core/mempool.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Mempool: a fixed number of fixed-size objects carved from an Arena, handed out and taken back
 // in bulk through a per-lcore cache in front of a shared multi-producer/multi-consumer ring.
 #pragma once

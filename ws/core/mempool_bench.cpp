@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Mempool cost per object on one thread: get_bulk + put_bulk of 32, through the lcore cache
 // (lcore 0) and straight on the ring (no lcore); compare with DPDK's mempool_perf_autotest.
 #include <benchmark/benchmark.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Mempool: get/put with and without the per-lcore cache, cache refill and flush (1.5x the cache
 // size), exhaustion (all-or-none, nothing lost), in_use accounting, owns(), and a two-lcore
 // stress run that hands objects between threads (also run under TSan).

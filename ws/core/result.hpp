@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Errors for the control path: Result<T> is std::expected<T, Error>, the message says what a
 // user can act on (device, key, value, what was expected). The hot path never uses it.
 #pragma once

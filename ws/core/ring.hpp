@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ring: a bounded lock-free FIFO of trivially copyable elements (usually pointers), single or
 // multi producer and consumer, chosen at creation. Burst calls move as many elements as fit
 // (all-or-part); bulk calls move all or none. Both return the count moved.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ring cost per element on one thread: enqueue_bulk + dequeue_bulk of 1, 8 and 32, single and
 // multi sync; compare with DPDK's ring_perf_autotest "SP/SC bulk" and "MP/MC bulk" figures.
 // This file also provides the benchmark main() for ws_core_bench.

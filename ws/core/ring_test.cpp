@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ring: creation limits, FIFO order, burst (all-or-part) vs bulk (all-or-none), wrap-around,
 // full/empty, and short multi-threaded stress runs that must also pass under TSan.
 #include "ws/core/ring.hpp"

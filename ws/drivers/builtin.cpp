@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Registration list of built-in drivers.
 #include "ws/drivers/builtin.hpp"
 

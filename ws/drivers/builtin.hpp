@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The drivers wirespeed ships, registered explicitly (no static constructors).
 #pragma once
 #include "ws/port/driver.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers for drivers on kernel interfaces (kernel_iface.hpp). Kept out of the header: glibc's
 // <net/if.h> and the kernel's <linux/if.h> (which net_tap needs) cannot share a translation unit.
 #include "ws/drivers/kernel_iface.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small control-path helpers shared by the drivers that sit on a kernel interface
 // (net_af_packet, net_af_xdp, net_tap): the interface's hardware address.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DPDK 22.11's device strings for net_vhost and net_virtio_user, through the driver registry:
 // DPDK's driver names and aliases, every key DPDK accepts, and the values we cannot honour refused
 // with errors that name the key and say why. The virtio_user ports connect to a net_vhost port of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internet checksum implementations: scalar reference, AVX2 and AVX-512 bulk sums, the one-time
 // choice between them, multi-segment sums, RX verification and software TX checksums.
 #include "ws/net/checksum.hpp"

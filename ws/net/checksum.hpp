@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internet checksums (RFC 1071): raw one's-complement sums, IPv4 header, TCP/UDP over IPv4 and
 // IPv6 with the pseudo-header (RFC 768, RFC 9293 §3.1, RFC 8200 §8.1), incremental update
 // (RFC 1624), and RX verification into mbuf flags. The bulk sum has a scalar reference and

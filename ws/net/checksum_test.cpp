@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checksums: the vectorised sums against the scalar reference over random buffers of every
 // length and alignment; IPv4 header and TCP/UDP checksums against known and built packets;
 // RFC 1624 incremental updates; RX verification flags; software TX checksums over chains.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MAC address text forms and the IPv4 header checksum.
 #include "ws/net/ether.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ethernet, IPv4 and UDP header layouts (network byte order in memory) and MAC addresses.
 #pragma once
 #include <array>

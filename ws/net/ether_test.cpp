@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MAC address text forms (good and bad inputs) and the IPv4 header checksum against known
 // captures.
 #include "ws/net/ether.hpp"

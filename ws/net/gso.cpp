@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Software TSO/GSO: header mbuf + indirect payload mbufs per segment (see gso.hpp).
 #include "ws/net/gso.hpp"
 

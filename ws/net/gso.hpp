@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Software segmentation (TSO/GSO) of TCP/IPv4, TCP/IPv6 and UDP packets: each output segment is
 // a fresh header mbuf followed by indirect mbufs sharing the input's payload (no payload copy).
 // Driven by Mbuf::tso_segsz, l2/l3/l4_len and ol_flags (tx_tcp_seg, or gso_flag::tx_udp_seg).

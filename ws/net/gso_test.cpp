@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Software GSO: segments of TCP/IPv4, TCP/IPv6 and UDP packets (one- and multi-segment input)
 // re-assembled by the test equal the input; headers (ids, sequence numbers, flags, lengths)
 // are right; payload is shared, not copied; nothing leaks. Every segment's checksums pass our

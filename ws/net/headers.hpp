@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Protocol header layouts beyond ether.hpp (VLAN, ARP, IPv6, TCP, ICMP, VXLAN), in network byte
 // order in memory. Every layout is packed and static_asserted against its RFC size.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Building test and benchmark frames: Ethernet (+ VLAN tags) / IPv4 or IPv6 / TCP, UDP or ICMP
 // with a payload, correct lengths and checksums. Control path (allocates); not for the hot path.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Packet-type classification: a bounds-checked walk over the header chain (see ptype.hpp).
 #include "ws/net/ptype.hpp"
 

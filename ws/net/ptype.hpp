@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Packet-type classification: walks Ethernet, up to two VLAN tags, ARP, IPv4 (options), IPv6
 // (extension headers), TCP, UDP, ICMP/ICMPv6 and VXLAN, and fills Mbuf::packet_type and the
 // l2/l3/l4 lengths. Never reads outside the bytes it is given: a length field that points past

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: parse_packet and classify must stay inside the bytes they are given for any
 // input (ASan reports any read outside), and report lengths that fit in them.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Packet-type classification over built frames of every supported shape, and robustness over
 // truncated and malformed ones (every prefix of every frame; lying lengths; fragments).
 #include "ws/net/ptype.hpp"

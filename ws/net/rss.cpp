@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Toeplitz hashing (Microsoft RSS) by table lookup, redirection tables and software RSS.
 #include "ws/net/rss.hpp"
 

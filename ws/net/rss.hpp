@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Toeplitz RSS hash (Microsoft RSS specification, "Verifying the RSS Hash Calculation") with
 // the standard key or a user key, IPv4/IPv6 2- and 4-tuples, a symmetric option, and software
 // RSS spreading through a redirection table for ports without a hardware hash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Toeplitz RSS against Microsoft's published verification vectors ("Verifying the RSS Hash
 // Calculation", also the 82599 datasheet §7.1.2.8.3), the table version against the bit-serial
 // definition for random keys, the symmetric option, the redirection table and soft_rss().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TX offloads done in software, for ports whose device cannot do them: VLAN insertion and the
 // IPv4/TCP/UDP checksums an mbuf's ol_flags request. (Segmentation changes the packet count and
 // has its own call, gso_segment.) A port's tx_burst can run this per packet before sending.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // IEEE 802.1Q tag insertion and stripping in software, driven by Mbuf::vlan_tci and the
 // tx_vlan / rx_vlan / rx_vlan_stripped flags (what a NIC's VLAN offload would do).
 #pragma once

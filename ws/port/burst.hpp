@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The data path's unit: a queue and the function that moves a burst through it. A port's burst
 // table holds one entry per queue, filled when the port starts.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Driver lookup by device-name prefix (driver name or alias), as DPDK matches --vdev names.
 #include "ws/port/driver.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Driver: makes ports from device strings. DriverRegistry holds the drivers an application
 // registered explicitly (ws/drivers/builtin.cpp registers ours) and resolves "net_null0,size=64".
 #pragma once

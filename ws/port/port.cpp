@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Port control-path state machine and stats bookkeeping.
 #include "ws/port/port.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Port: one network device. Control operations are virtual and run on the control thread; the
 // data path (rx_burst/tx_burst) is one indirect call per burst through a flat table of
 // {function, queue} filled when the port starts.

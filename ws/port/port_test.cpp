@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Port base class and DriverRegistry, through a tiny fake driver: configure limits, the burst
 // table across start/stop, stats baselines, prefix matching and the errors that list what exists.
 #include "ws/port/port.hpp"

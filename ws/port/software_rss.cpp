@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Software RSS: hashing RX burst functions and the queue-0 distributor (see software_rss.hpp).
 #include "ws/port/software_rss.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Software RSS for ports whose device computes no hash (net_ring, net_pcap, net_vhost...): the
 // port hashes what its RX queues receive (Toeplitz, ws/net/rss.hpp) and, with several RX
 // queues, spreads packets over them through a redirection table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Software RSS through a real port (net_ring, which has no hash): every received packet
 // carries the Toeplitz hash of its addresses (and ports), and with several RX queues lands on
 // the queue the redirection table names; a full spreading ring counts missed packets; stopping

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Software TX offloads in front of a driver's burst function (SoftwareTxQueue): checksums and
 // VLAN insertion in place, TSO/UDP segmentation into clones sharing the payload.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Software TX offloads through real ports (net_ring, net_pcap): a port whose device lacks an
 // enabled offload segments TSO packets and fills checksums before its driver sends; without
 // enabled offloads the driver's burst function is untouched. Segments re-assemble to the input

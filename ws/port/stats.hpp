@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Port statistics: per-queue counters written by one lcore and read by any thread.
 #pragma once
 #include <atomic>

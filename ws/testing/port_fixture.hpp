@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test fixture for tests that make ports through the driver registry: the built-in drivers, an
 // arena without huge pages, a packet pool in it, and port creation whose failure says why.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test-only helpers for tests that check our output with an outside tool (tshark).
 #pragma once
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Virtio feature bits (virtio 1.2 §6 reserved bits, §5.1.3 net device bits) and the set each
 // side of wirespeed offers. Features are a 64-bit mask; `has(mask, bit)` reads one.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GuestMemory: region table checks (control path).
 #include "ws/virtio/guest_memory.hpp"
 

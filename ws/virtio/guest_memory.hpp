@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The frontend's memory as the device sees it: up to 8 regions (vhost-user's limit), each a
 // guest-address range mapped at a host pointer. translate() is the one gate every descriptor
 // address goes through: a range is accepted only when it lies inside ONE region.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GuestMemory: translate() accepts a range only inside one region, refuses overflow; add()
 // refuses zero size, overlap, overflow and a ninth region.
 #include "ws/virtio/guest_memory.hpp"

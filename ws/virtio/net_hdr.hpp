@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The virtio-net header (virtio 1.2 §5.1.6): 12 bytes with VERSION_1 (num_buffers always
 // present), in front of every packet on both RX and TX. Validation for headers a peer wrote.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // check_net_hdr: header fields a peer controls are checked against the packet behind them;
 // store_net_hdr / store_plain_net_hdr write the header's wire layout.
 #include "ws/virtio/net_hdr.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Offload flags to and from the virtio-net header; see net_offload.hpp for the DPDK behaviour
 // each direction follows.
 #include "ws/virtio/net_offload.hpp"

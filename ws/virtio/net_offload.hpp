@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Offload flags through the virtio-net header (virtio 1.2 §5.1.6.2, §5.1.6.4): what a sender's
 // mbuf asks for (TX checksum, TSO) becomes NEEDS_CSUM / gso_type / gso_size in the header, and a
 // received header becomes mbuf flags. Used by both sides (vhost enqueue/dequeue, virtio_user

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Per-packet cost of the virtio-net header offload mapping (net_offload.hpp), the work the
 // offload variants add to a burst: TX with no request (the only thing a packet that asks for
 // nothing pays), TX checksum request to NEEDS_CSUM, and RX completion of a partial checksum at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: a virtio-net header and packet from a hostile peer, and mbuf offload requests
 // with lying lengths, through net_offload. ASan catches any access outside the packet; the
 // header we build must point inside the packet; no mbuf may leak.

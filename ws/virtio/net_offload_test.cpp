@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Offloads through the virtio-net header: a packet whose TX checksum the sender left to its peer
 // (NEEDS_CSUM) comes out of the receiver with the checksum a software computation gives; TSO
 // requests become gso fields; what the peer did not accept is done in software or refused.

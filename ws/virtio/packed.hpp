@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Packed virtqueue (virtio 1.2 §2.8): one descriptor ring both sides write, wrap counters instead
 // of indices, event suppression areas. Device-side engine (hostile-input walker) and driver-side
 // engine, as in split.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Packed virtqueue: driver and device engines against each other (chains across the ring end,
 // wrap counters, in-order batches, indirect tables, event suppression), then hostile input.
 #include "ws/virtio/packed.hpp"

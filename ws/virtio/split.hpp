@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Split virtqueue (virtio 1.2 §2.7): the ring layout, the device-side engine (vhost: take
 // available chains, walk them as hostile input, return used entries) and the driver-side engine
 // (virtio_user: post buffers, reclaim used ones). Shadow indices keep shared-memory index

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Split virtqueue: the driver and device engines against each other (chains, indirect tables,
 // index wrap, event suppression), then every kind of hostile descriptor the device must refuse.
 #include "ws/virtio/split.hpp"

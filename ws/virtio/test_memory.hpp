@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test helper: one aligned block posing as guest memory (guest address = base + offset), with a
 // bump allocator for rings, tables and buffers.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // VhostBackend: vhost-user requests applied to the device state, every field checked.
 #include "ws/virtio/vhost_backend.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The vhost-user backend state machine (QEMU's vhost-user protocol, in the order DPDK 22.11's
 // virtio_user drives it): features, memory table (mmap of each region's fd), per-ring setup,
 // status, REPLY_ACK. Control thread only; the data path learns of rings through RingListener.

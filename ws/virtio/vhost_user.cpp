@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vhost-user message decoding (strict) and SCM_RIGHTS socket I/O.
 #include "ws/virtio/vhost_user.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vhost-user messages (QEMU docs/interop/vhost-user.rst): the 12-byte header, the payloads we
 // handle, a strict decoder (size per request, fd count per request, ranges) and SCM_RIGHTS
 // socket I/O. Fds travel in FdSet, which closes whatever nobody took.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the vhost-user message layer: a stream of messages (each with 0-3 fds of a
 // small memfd) decoded and applied to one backend. No crash, no UB, no leaked fd or mapping, and
 // every refusal says why.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // vhost-user: strict decoding (sizes, fd counts, ranges), fd passing over a socketpair, and the
 // backend driven in the order DPDK 22.11's virtio_user sends its messages.
 #include "ws/virtio/vhost_user.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the device-side descriptor walkers (split and packed): the input is the
 // guest's memory (rings, tables, buffers) plus a mode byte. No crash, no UB, and every segment
 // a walk returns lies inside one region; refusals always leave the queue broken.

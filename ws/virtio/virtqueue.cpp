@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Virtqueue control-path helpers: error names for xstats, ring layout checks.
 #include <fmt/format.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What split and packed virtqueues share: descriptor flags, the chain a device-side walk
 // produces (host segments, already translated and validated), and the per-queue health record
 // (named error counters and the sticky `broken` state a hostile peer sets).

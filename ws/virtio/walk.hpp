@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device-side chain building shared by split and packed walkers: every descriptor is a copy
 // (each field fetched once from guest memory), checked, then translated through GuestMemory.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // csum: dpdk-testpmd's checksum-forward mode. Each packet is parsed (packet type, l2/l3/l4
 // lengths); with --enable-rx-cksum its checksums are verified in software when the port gave
 // no verdict, and bad ones counted; MAC addresses are rewritten as in mac mode; then the IPv4

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Forwarding engines: a stream is (RX port, queue) -> (TX port, queue); each forwarding lcore
 // polls its streams in a loop compiled per engine, so the engine's per-burst function is
 // inlined and the only indirect calls are the ports' burst functions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The table of forwarding engines.
 #include <array>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 5tswap: dpdk-testpmd's five-tuple swap. Each packet goes back with its Ethernet addresses,
 // IPv4/IPv6 addresses and TCP/UDP ports swapped (a reflector). Swapping fields within the
 // pseudo-header and the L4 header leaves every checksum valid (RFC 1071 §2: the sum commutes).

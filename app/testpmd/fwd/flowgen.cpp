@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // flowgen: generate UDP flows with varying destination addresses; with --flowgen-clones=N each
 // new mbuf is sent N more times by raising its reference count instead of building N packets.
 // Received packets are counted and freed. Addresses and sizes follow dpdk-testpmd's flowgen.

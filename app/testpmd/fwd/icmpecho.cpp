@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // icmpecho: answer ARP requests and ICMP echo requests (ping) on the port they arrived on, as
 // dpdk-testpmd's icmpecho mode; everything else is consumed. With --icmpecho-ip=[PORT,]A.B.C.D
 // only that address is answered (the port "owns" it); without, every address is (DPDK's behaviour).

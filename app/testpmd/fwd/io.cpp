@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // io: receive a burst and send it unchanged to the peer port.
 #include "app/testpmd/fwd/engine.hpp"
 

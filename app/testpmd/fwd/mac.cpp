@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mac: receive a burst, rewrite the Ethernet source (TX port's MAC) and destination (peer MAC).
 #include "app/testpmd/fwd/engine.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // macswap: receive a burst, swap each frame's Ethernet source and destination, send it back out.
 #include <cstring>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rxonly: receive bursts and free them (counted as consumed).
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/net/ptype.hpp"

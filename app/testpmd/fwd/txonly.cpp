@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // txonly: build bursts of UDP/IPv4 packets (lengths from --txpkts, one segment each) and send them.
 #include <cstring>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Capture proxy and pcapng writer (pcapng: draft-ietf-opsawg-pcapng, §4.1 SHB, §4.2 IDB,
 // §4.3 EPB). Whole EPBs go out in one fwrite per burst (or per full buffer), so blocks of two
 // lcores polling two queues of the same port never interleave (stdio locks the FILE per call).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Live capture: a receive proxy in front of a port that writes what it receives (optionally
 // only what a tcpdump-syntax filter, compiled by libpcap, accepts) to a pcapng file. It sits in
 // the streams only while a capture runs, so the forwarding loop carries no capture check.

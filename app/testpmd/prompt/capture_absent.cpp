@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The capture command group of a build configured with -DWS_CAPTURE=OFF: the same commands and
 // --capture option, answering that live capture is not built in. capture.cpp (the proxy port,
 // the pcapng writer and the libpcap filter) is not compiled, so the binary carries none of it.

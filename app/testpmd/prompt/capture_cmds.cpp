@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Prompt commands for live capture: capture start <port> <file> [filter], capture stop.
 // Starting or stopping a capture pauses the forwarding lcores only for the swap of the port's
 // receive proxy; counters and forwarding go on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The prompt's command table: each group file (run_cmds.cpp, show_cmds.cpp, set_cmds.cpp,
 // port_cmds.cpp) lists its commands once, and that list drives parsing, argument checks, help
 // and tab completion.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Prompt commands of the csum engine, as dpdk-testpmd names them: csum set ip|udp|tcp hw|sw
 // <port>, csum show <port>, tso set <segsz> <port>, tso show <port>. A change needs the port
 // stopped and applies at its next start; "hw" enables the port's TX offload, which the port

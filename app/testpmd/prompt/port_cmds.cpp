@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Prompt commands on ports: port stop|start all|<port>, port config all rxq|txq|rxd|txd <n>.
 // A queue change needs every port stopped and applies at the next "port start" (as
 // dpdk-testpmd).

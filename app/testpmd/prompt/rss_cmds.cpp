@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Prompt commands on RSS, as dpdk-testpmd names them: port config all rss ip|udp|none (ports
 // stopped; applied at their next start) and show port <port> rss-hash. Ports hash when they
 // have more than one RX queue; those without a hardware hash do it in software.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Prompt commands that run forwarding: start, start tx_first [N], stop, help, quit.
 #include <cstdio>
 

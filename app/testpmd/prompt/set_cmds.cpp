@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Prompt commands that change settings: set fwd, burst, nbcore, txpkts, flowgen clones,
 // promisc, verbose. Those the lcores read refuse while forwarding runs ("Please stop
 // forwarding first", as dpdk-testpmd).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Prompt commands that report: show port stats|xstats|info, show fwd stats, show config
 // fwd|rxtx|cores, clear port stats. Layouts follow dpdk-testpmd's so that scripts carry over.
 #include <cinttypes>

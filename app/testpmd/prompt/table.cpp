@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The command table as a whole: argument checks, help, completion candidates and the shared
 // argument parsers the group files use.
 #include <charconv>

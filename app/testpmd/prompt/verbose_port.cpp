@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The verbose proxy: one queue object per real RX and TX queue, printing each burst.
 #include "app/testpmd/prompt/verbose_port.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // "set verbose N": a proxy port in front of a real one that prints the headers of each burst it
 // passes on, as dpdk-testpmd's RX/TX dump callbacks: "port P/queue Q: received|sent N packets"
 // and a line per packet. Streams are pointed at it only when verbose > 0, so the ordinary

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_af_packet port: device keys, one RX socket (TPACKET_V3 ring) and one TX socket (TPACKET_V2
 // ring) per queue pair, PACKET_FANOUT across queue pairs, promiscuous mode, stats.
 #include "ws/drivers/af_packet/af_packet_port.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_af_packet hot path. RX walks a TPACKET_V3 ring of blocks the kernel fills with many
 // packets each; TX fills TPACKET_V2 frames and kicks the kernel once per burst.
 //   (Documentation/networking/packet_mmap.rst: "TPACKET versions", "AF_PACKET TPACKET_V3 example")

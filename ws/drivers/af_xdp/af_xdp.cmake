@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # net_af_xdp: built when libxdp, libbpf and clang (BPF target) are found; the XDP program is
 # compiled from xdp_fast_drop.bpf.c and embedded in the binary (xdp_fast_drop_obj.hpp/.cpp).
 pkg_check_modules(LIBXDP IMPORTED_TARGET libxdp)

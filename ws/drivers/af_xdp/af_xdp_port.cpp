@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_af_xdp port: device keys, loading and attaching our XDP program (native mode, falling back
 // to skb mode with a log line), one UMEM (in the port's Arena) and one AF_XDP socket per queue,
 // the program's counters and the sockets' XDP_STATISTICS in stats and xstats.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_af_xdp: AF_XDP sockets through libxdp/libbpf, one per queue, UMEM in a ws::Arena, with
 // our XDP program (xdp_fast_drop.bpf.c) deciding per packet: drop in the driver or redirect to
 // the socket.

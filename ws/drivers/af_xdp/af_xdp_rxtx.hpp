@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_af_xdp hot path (Documentation/networking/af_xdp.rst): RX takes descriptors from the RX
 // ring, copies each frame into an mbuf and hands the frame straight back on the fill ring; TX
 // copies packets into free UMEM frames, posts them on the TX ring, and recycles frames from the

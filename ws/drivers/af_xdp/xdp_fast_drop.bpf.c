@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause OR GPL-2.0-only
 // XDP program of net_af_xdp, compiled at build time with clang's BPF target: drops in the
 // driver, before any socket buffer exists (the early-drop path), or redirects to our AF_XDP
 // socket on the packet's RX queue. The mode and UDP port come from ws_config; per-CPU counters

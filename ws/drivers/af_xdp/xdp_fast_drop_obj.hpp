@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The compiled XDP program (xdp_fast_drop.bpf.c), embedded at build time by embed.cmake.
 #pragma once
 #include <cstddef>

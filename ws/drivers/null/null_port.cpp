@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_null port: queue setup, start, stats.
 #include "ws/drivers/null/null_port.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_null hot path. RX hands out fresh mbufs of a fixed length from the queue's pool (the work
 // DPDK's null PMD does: allocate, set lengths); TX counts and frees what it is given.
 #pragma once

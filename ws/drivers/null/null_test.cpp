@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_null through the driver registry: RX makes packets of `size` bytes and counts them, TX frees
 // everything it is given, no-rx receives nothing, and bad device strings name device and key.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_pcap port: device keys, opening files and interfaces per queue, validation of input files
 // at queue setup (so a bad file is an error that names it, never a crash mid-run), stats.
 #include "ws/drivers/pcap/pcap_port.hpp"

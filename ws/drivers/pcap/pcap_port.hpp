@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_pcap: ports over libpcap, as DPDK's pcap PMD.
 //   net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap     replay a file (pcap or pcapng), write a file
 //   net_pcap0,rx_pcap=in.pcap,infinite_rx=1          replay endlessly (held in memory)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_pcap hot path: RX copies records from a libpcap handle (file or live interface) or from
 // an in-memory replay set into mbufs; TX copies packets into a dump file or injects them.
 #pragma once

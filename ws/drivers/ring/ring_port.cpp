@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_ring ports: ring naming, pairing, queue setup and release of held mbufs.
 #include "ws/drivers/ring/ring_port.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_ring through the driver registry: loopback, peer pairs (TX of one is RX of the other),
 // named rings, a full ring, size validation, pairing errors, and release_mbufs().
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_ring hot path: RX dequeues mbuf pointers from a ring, TX enqueues them; no copies.
 #pragma once
 #include "ws/core/mbuf.hpp"

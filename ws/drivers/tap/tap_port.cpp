@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_tap port: creating the TAP interface (one file descriptor per queue with IFF_MULTI_QUEUE),
 // bringing it up at start, the port's own MAC address, `remote` redirection rules, `persist`,
 // stats.

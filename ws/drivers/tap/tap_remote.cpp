@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rtnetlink messages for net_tap's remote= rules (see tap_remote.hpp): a clsact qdisc per
 // interface and one u32 filter on its ingress hook that matches every packet (one key: 0 under
 // mask 0, as `tc filter ... u32 match u32 0 0`) and whose only action is mirred "egress redirect"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_tap's `remote=IFACE` (as DPDK's tap PMD): the TAP interface stands in for a real
 // interface. Two traffic-control rules, set through rtnetlink:
 //   remote ingress --(match all, mirred egress redirect)--> tap  : what arrives on the remote is

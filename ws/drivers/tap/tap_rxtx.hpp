@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_tap hot path: one read() per received frame and one writev() per sent frame on the queue's
 // TAP file descriptor (non-blocking), as DPDK's tap PMD; the kernel copies in both directions.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_vhost port: socket service on a control thread, vhost-user state (ws/virtio VhostBackend),
 // and ring start/stop handed to the polling lcores through RingSlot.
 #include "ws/drivers/vhost/vhost_port.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_vhost hot path: the port's RX queue takes chains from the frontend's TX ring and copies them
 // into mbufs; its TX queue copies mbufs into the frontend's RX ring (one chain per packet, or
 // several with MRG_RXBUF). Variants (split/packed x in-order x mergeable) are template instances

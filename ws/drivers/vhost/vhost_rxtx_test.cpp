@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // net_vhost hot-path pieces on their own: the inline copy against memcpy, the RX queue's mbuf
 // stash (nothing lost, a dry pool gives what it has), and what the ring lock lets in.
 #include "ws/drivers/vhost/vhost_rxtx.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // virtio_user port: vhost-user negotiation (as DPDK 22.11's virtio_user sends it), ring memory in
 // the Arena, queue variants picked from the negotiated features.
 #include "ws/drivers/virtio_user/virtio_user_port.hpp"

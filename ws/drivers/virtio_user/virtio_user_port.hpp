@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // virtio_user: a virtio-net frontend in this process, talking vhost-user to a backend over a unix
 // socket; rings and packet buffers live in our Arena, shared with the backend by its memfd.
 //   virtio_user0,path=/tmp/vhost0,queues=1,queue_size=256,packed_vq=0,in_order=1,mrg_rxbuf=1,server=0

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // virtio_user hot path: RX reclaims filled buffers into mbufs and reposts fresh ones; TX posts
 // mbufs (header pushed into the headroom when the mbuf is ours alone, else a shared zero header
 // descriptor) and frees what the device has consumed. Template instances per ring layout and
