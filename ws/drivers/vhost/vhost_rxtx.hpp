@@ -11,7 +11,6 @@
 // (see RingSlot). Small frames are copied inline, never through a libc call; the next frames'
 // buffers are prefetched while one is copied.
 #pragma once
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -23,6 +22,7 @@
 #include "ws/port/port.hpp"
 #include "ws/virtio/net_hdr.hpp"
 #include "ws/virtio/net_offload.hpp"
+#include "ws/virtio/notifier.hpp"
 #include "ws/virtio/packed.hpp"
 #include "ws/virtio/split.hpp"
 
@@ -79,7 +79,7 @@ struct RingCounters {
   Counter bad_packet;   // chain shorter than the header, longer than 64 KiB, or a bad header
   Counter too_small;    // RX buffer chain too small for the packet (without MRG_RXBUF)
   Counter not_linear;   // linear-buffer=1: a TX chain that does not fit one mbuf, dropped
-  Counter notify;       // interrupts sent through the call fd
+  Counter notify;       // interrupts asked of the notifier (the frontend wanted them)
 };
 
 // One virtqueue of the frontend as the backend runs it. The control thread starts and stops it
@@ -96,7 +96,9 @@ struct alignas(cache_line_bytes) RingSlot {
   virtio::PackedDevice<> packed;
   DequeueFn dequeue = nullptr;
   EnqueueFn enqueue = nullptr;
-  int call_fd = -1;  // our dup of the frontend's call eventfd
+  virtio::Notifier* notifier = nullptr;  // writes the frontend's call fd for this ring
+  std::uint32_t ring = 0;                // this ring's index (the notifier's slot)
+  bool broken_logged = false;            // control thread: the broken state was reported
   virtio::HdrOffloads offload;  // what the frontend takes in our headers (offload variants only)
   virtio::QueueHealth health;
   RingCounters counters;
@@ -116,12 +118,11 @@ struct alignas(cache_line_bytes) RingSlot {
   // lcore touches the ring until it is started again.
   void start() noexcept { gate.open(); }
   void stop() noexcept { gate.close(); }
+  // The frontend's interrupt, written by the notifier thread: the call fd is the frontend's, and
+  // a write to it may block (notifier.hpp).
   void notify() noexcept {
-    const std::uint64_t one = 1;
-    if (call_fd >= 0) {
-      counters.notify.add(1);
-      [[maybe_unused]] auto r = ::write(call_fd, &one, sizeof one);
-    }
+    counters.notify.add(1);
+    notifier->signal(ring);
   }
 };
 
