@@ -219,7 +219,7 @@ TEST(EalArgs, CompatibilityFlagsAreAccepted) {
 }
 
 TEST(EalArgs, ScenarioCommandLinesParse) {
-  // SCENARIOS.md §2 on a 2-core machine.
+  // The virtio side of the vhost/virtio-user pair (docs/scenarios.md) on a 2-core machine.
   const EalOptions o = eal_ok({"--lcores", "0@0,1@0", "--socket-mem", "1024,0", "--single-file-segments",
                                "--file-prefix=virtio-user", "--vdev=virtio_user0,path=/tmp/vhost0,queues=4,in_order=1,packed_vq=1"});
   EXPECT_EQ(o.lcores.size(), 2u);
@@ -417,7 +417,7 @@ TEST(AppArgs, RunControlFlags) {
 }
 
 TEST(AppArgs, ScenarioCommandLinesParse) {
-  // SCENARIOS.md §1 and §2, exactly as users write them.
+  // The flowgen-with-clones and vhost-pair lines of docs/scenarios.md, exactly as users write them.
   const AppOptions f = app_ok({"--forward-mode=flowgen", "--rxq=6", "--txq=6", "--disable-crc-strip", "--burst=512",
                                "--flowgen-clones=512", "--txd=4096", "--stats-period=1", "--txpkts=64"});
   EXPECT_EQ(f.flowgen_clones, 512);

@@ -213,7 +213,7 @@ class Backend : public ::testing::Test {
   }
   int event_fd() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
 
-  // DPDK 22.11 virtio_user's order, split rings of 256 at fixed offsets.
+  // DPDK 22.11 virtio_user's order (docs/vhost.md), split rings of 256 at fixed offsets.
   void negotiate_and_start(std::uint64_t features) {
     ASSERT_TRUE(send(Request::set_owner));
     ASSERT_TRUE(send(Request::get_features));

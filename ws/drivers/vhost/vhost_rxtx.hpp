@@ -87,8 +87,7 @@ struct RingCounters {
 //
 // The ring lock is a BurstGate (ws/core/burst_gate.hpp): an asymmetric Dekker handshake whose
 // lcore side is two plain stores and a load per burst, instead of a locked instruction that
-// drains the store buffer (30% of a vhost core's samples at 64 B before it); stop() pays with
-// membarrier(2).
+// would drain the store buffer on every burst; stop(), which is rare, pays with membarrier(2).
 struct alignas(cache_line_bytes) RingSlot {
   BurstGate gate{false};             // open: started (SET_VRING_KICK) and not stopped
   std::atomic<bool> enabled{false};  // SET_VRING_ENABLE; a disabled ring is not polled
@@ -260,13 +259,11 @@ using PackedBatch = virtio::PackedDevice<>::Single[virtio::PackedDevice<>::batch
 
 // TX step "write the header": `hdr` (from make_net_hdr) with `num_buffers` into the frontend's
 // buffer, never copied off the stack whole (see virtio::store_net_hdr): without offloads it is
-// stored from registers. The enqueue loop with DPDK's virtio_user went from 98 to 35 busy cycles
-// per packet (bench/vhost_pairs ours-vhost, packed in order).
+// stored from registers.
 // Without offloads the header is stored only where it differs, as DPDK's vhost does
 // (ASSIGN_UNLESS_EQUAL): DPDK's virtio_user leaves a buffer's header as the last RX left it, so
-// the line stays clean in both caches instead of being taken for ownership every packet
-// (ours-vhost, packed in order: 115 -> 89 vhost cycles per packet; ours-ours unchanged, as our
-// frontend zeroes num_buffers on TX as the spec asks and the header always differs).
+// the line stays clean in both caches instead of being taken for ownership every packet. (Our
+// frontend zeroes num_buffers on TX as the spec asks, so with it the header always differs.)
 template <bool Offload>
 inline void write_net_hdr(std::byte* dst, virtio::NetHdr& hdr, std::uint16_t num_buffers) noexcept {
   if constexpr (Offload) {
