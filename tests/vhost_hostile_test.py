@@ -72,6 +72,7 @@ class QemuOrderFrontend(vp.Frontend):
 
     def __init__(self, path, rings=2, features=vp.V1):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(20)
         self.s.connect(path)
         self.fd = os.memfd_create("qemu-order")
         os.ftruncate(self.fd, vp.REGION)

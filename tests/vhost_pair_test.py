@@ -384,6 +384,7 @@ class Frontend:
 
     def __init__(self, path, rings=4, features=V1 | INDIRECT):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(20)  # a backend that stops answering fails the test instead of hanging it
         self.s.connect(path)
         self.fd = os.memfd_create("hostile")
         os.ftruncate(self.fd, REGION)
