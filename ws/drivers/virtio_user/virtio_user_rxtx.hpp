@@ -248,7 +248,7 @@ struct VirtioTx final : TxCommon {
     free_completed(engine);  // what the device has consumed
     constexpr std::uint16_t max_segs = 63;
     virtio::Buffer b[max_segs + 1];
-    std::uint16_t sent = 0;
+    std::uint16_t sent = 0, posted = 0;  // taken (posted or dropped), and posted
     std::uint64_t bytes = 0;
     for (; sent < n; ++sent) {
       Mbuf* m = pkts[sent];
@@ -279,11 +279,12 @@ struct VirtioTx final : TxCommon {
         for (Mbuf* s = m; s != nullptr; s = s->next) b[cnt++] = {iova(s->data()), s->data_len, false};
       }
       if (!engine.post(b, cnt, m)) break;
+      ++posted;
       bytes += m->pkt_len;
     }
-    if (sent > 0 && engine.publish()) kick(kick_fd);
+    if (posted > 0 && engine.publish()) kick(kick_fd);
     if (sent < n) counters.full.add(n - sent);
-    counters.packets.add(sent);
+    counters.packets.add(posted);  // the dropped ones are in errors: taken, not sent
     counters.bytes.add(bytes);
     return sent;
   }
