@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "ws/core/log.hpp"
-#include "ws/drivers/vhost/vhost_rxtx.hpp"
+#include "ws/drivers/vhost/vhost_ring.hpp"
 #include "ws/virtio/vhost_backend.hpp"
 
 namespace ws {
@@ -78,35 +78,6 @@ constexpr std::uint64_t offered(bool tso) noexcept {
   using virtio::bit;
   namespace feature = virtio::feature;
   return tso ? virtio::backend_offered : virtio::backend_offered & ~(bit(feature::host_tso4) | bit(feature::host_tso6));
-}
-
-template <bool Packed>
-EnqueueFn pick_enqueue(bool mergeable, bool offload) noexcept {
-  if (offload) return mergeable ? &enqueue<Packed, true, true> : &enqueue<Packed, false, true>;
-  return mergeable ? &enqueue<Packed, true, false> : &enqueue<Packed, false, false>;
-}
-
-// In order, chains are returned in batches: only on the frontend's TX ring of a packed layout
-// (its RX ring needs each buffer's length; split rings return every used entry).
-template <bool Packed, bool InOrder, HdrIn In>
-DequeueFn pick_dequeue(bool linear) noexcept {
-  return linear ? &dequeue<Packed, InOrder, In, true> : &dequeue<Packed, InOrder, In, false>;
-}
-template <bool Packed, bool InOrder>
-DequeueFn pick_dequeue(HdrIn in, bool linear) noexcept {
-  switch (in) {
-    case HdrIn::compliant: return pick_dequeue<Packed, InOrder, HdrIn::compliant>(linear);
-    case HdrIn::legacy: return pick_dequeue<Packed, InOrder, HdrIn::legacy>(linear);
-    case HdrIn::ignore: break;
-  }
-  return pick_dequeue<Packed, InOrder, HdrIn::ignore>(linear);
-}
-template <bool Packed>
-DequeueFn pick_dequeue(bool in_order, HdrIn in, bool linear) noexcept {
-  if constexpr (Packed) {
-    if (in_order) return pick_dequeue<true, true>(in, linear);
-  }
-  return pick_dequeue<Packed, false>(in, linear);
 }
 
 // What the device string asked for beyond the socket.
@@ -226,43 +197,7 @@ class VhostPort final : public Port, public virtio::RingListener {
 
   // ---- RingListener: control thread, inside VhostBackend::handle ----
   void ring_started(std::uint32_t r, bool fresh) override {
-    RingSlot& s = slots_[r];
-    // A broken ring stays broken until the device is reset (a new frontend, RESET_OWNER, status
-    // 0): kicking it again does not clear it.
-    if (fresh) {
-      s.health.reset();
-      s.broken_logged = false;
-    }
-    const virtio::VringSetup& v = backend_.ring(r);
-    const std::uint64_t f = backend_.features();
-    const bool indirect = virtio::has(f, virtio::feature::indirect_desc);
-    const bool mrg = virtio::has(f, virtio::feature::mrg_rxbuf);
-    const bool event_idx = virtio::has(f, virtio::feature::event_idx);  // §2.7.10 / §2.8.10
-    // Offload variants only where there is something to map: the frontend's headers carry
-    // requests (CSUM/HOST_TSO), ours may (GUEST_*), or the application will ask for TX
-    // offloads that must then be done in software (as DPDK's net_vhost tx_sw_csum).
-    s.offload = virtio::HdrOffloads::device_tx(f);
-    const HdrIn in = !virtio::has(f, virtio::feature::csum) ? HdrIn::ignore
-                     : legacy_ol_                               ? HdrIn::legacy
-                                                                : HdrIn::compliant;
-    const bool ol_out = s.offload.any() || tx_offloads_.load(std::memory_order_relaxed) != 0;
-    const bool in_order = virtio::has(f, virtio::feature::in_order);
-    if (backend_.packed()) {
-      s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
-                     reinterpret_cast<virtio::EventSuppress*>(v.used)},
-                    &backend_.memory(), &s.health, indirect, event_idx, v.base);
-      s.packed.suppress_kicks(true);
-      s.dequeue = pick_dequeue<true>(in_order, in, linear_);
-      s.enqueue = pick_enqueue<true>(mrg, ol_out);
-    } else {
-      s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc), reinterpret_cast<std::uint16_t*>(v.avail),
-                    reinterpret_cast<std::uint16_t*>(v.used)},
-                   &backend_.memory(), &s.health, indirect, event_idx, v.base);
-      s.split.suppress_kicks(true);
-      s.dequeue = pick_dequeue<false>(in_order, in, linear_);
-      s.enqueue = pick_enqueue<false>(mrg, ol_out);
-    }
-    s.start();  // release: the engine and function pointers before an lcore enters
+    start_slot(slots_[r], backend_, r, fresh, {linear_, legacy_ol_, tx_offloads_.load(std::memory_order_relaxed)});
   }
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];
@@ -272,7 +207,7 @@ class VhostPort final : public Port, public virtio::RingListener {
       ring_log_.log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
                virtio::queue_error_detail(s.health.first_error(), s.health.first_detail()));
     }
-    return backend_.packed() ? s.packed.last_avail_idx() : s.split.last_avail_idx();
+    return last_avail_idx(s, backend_.packed());
   }
   void ring_call_changed(std::uint32_t r, int fd) override {
     if (auto ok = notifier_->set_fd(r, fd); !ok) log_.log(LogLevel::warning, "{}", ok.error().message);

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Starting a ring of the frontend on a RingSlot: the engine set up from what the frontend sent
+// (VhostBackend) and the burst variants picked from the negotiated features, once. Shared by
+// the port (on the control thread) and the stateful fuzzer.
+#pragma once
+#include <cstdint>
+
+#include "ws/drivers/vhost/vhost_rxtx.hpp"
+#include "ws/virtio/vhost_backend.hpp"
+
+namespace ws::vhost_pmd {
+
+// What the device string and the application decide beyond the frontend's features.
+struct SlotOptions {
+  bool linear = false;             // linear-buffer=1
+  bool legacy_ol = false;          // legacy-ol-flags=1
+  std::uint64_t tx_offloads = 0;   // PortConfig::tx_offloads
+};
+
+template <bool Packed>
+EnqueueFn pick_enqueue(bool mergeable, bool offload) noexcept {
+  if (offload) return mergeable ? &enqueue<Packed, true, true> : &enqueue<Packed, false, true>;
+  return mergeable ? &enqueue<Packed, true, false> : &enqueue<Packed, false, false>;
+}
+
+// In order, chains are returned in batches: only on the frontend's TX ring of a packed layout
+// (its RX ring needs each buffer's length; split rings return every used entry).
+template <bool Packed, bool InOrder, HdrIn In>
+DequeueFn pick_dequeue(bool linear) noexcept {
+  return linear ? &dequeue<Packed, InOrder, In, true> : &dequeue<Packed, InOrder, In, false>;
+}
+template <bool Packed, bool InOrder>
+DequeueFn pick_dequeue(HdrIn in, bool linear) noexcept {
+  switch (in) {
+    case HdrIn::compliant: return pick_dequeue<Packed, InOrder, HdrIn::compliant>(linear);
+    case HdrIn::legacy: return pick_dequeue<Packed, InOrder, HdrIn::legacy>(linear);
+    case HdrIn::ignore: break;
+  }
+  return pick_dequeue<Packed, InOrder, HdrIn::ignore>(linear);
+}
+template <bool Packed>
+DequeueFn pick_dequeue(bool in_order, HdrIn in, bool linear) noexcept {
+  if constexpr (Packed) {
+    if (in_order) return pick_dequeue<true, true>(in, linear);
+  }
+  return pick_dequeue<Packed, false>(in, linear);
+}
+
+// Control path, slot stopped: sets `s` up for ring `r` of `be` (started there) and opens it to
+// the lcores. `fresh` (the first start since the device was reset) clears a broken state: a
+// ring a frontend broke stays broken across its kicks.
+inline void start_slot(RingSlot& s, const virtio::VhostBackend& be, std::uint32_t r, bool fresh,
+                       const SlotOptions& o) noexcept {
+  if (fresh) {
+    s.health.reset();
+    s.broken_logged = false;
+  }
+  const virtio::VringSetup& v = be.ring(r);
+  const std::uint64_t f = be.features();
+  const bool indirect = virtio::has(f, virtio::feature::indirect_desc);
+  const bool mrg = virtio::has(f, virtio::feature::mrg_rxbuf);
+  const bool event_idx = virtio::has(f, virtio::feature::event_idx);  // §2.7.10 / §2.8.10
+  // Offload variants only where there is something to map: the frontend's headers carry
+  // requests (CSUM/HOST_TSO), ours may (GUEST_*), or the application will ask for TX offloads
+  // that must then be done in software (as DPDK's net_vhost tx_sw_csum).
+  s.offload = virtio::HdrOffloads::device_tx(f);
+  const HdrIn in = !virtio::has(f, virtio::feature::csum) ? HdrIn::ignore
+                   : o.legacy_ol                            ? HdrIn::legacy
+                                                            : HdrIn::compliant;
+  const bool ol_out = s.offload.any() || o.tx_offloads != 0;
+  const bool in_order = virtio::has(f, virtio::feature::in_order);
+  if (be.packed()) {
+    s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
+                   reinterpret_cast<virtio::EventSuppress*>(v.used)},
+                  &be.memory(), &s.health, indirect, event_idx, v.base);
+    s.packed.suppress_kicks(true);
+    s.dequeue = pick_dequeue<true>(in_order, in, o.linear);
+    s.enqueue = pick_enqueue<true>(mrg, ol_out);
+  } else {
+    s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc), reinterpret_cast<std::uint16_t*>(v.avail),
+                  reinterpret_cast<std::uint16_t*>(v.used)},
+                 &be.memory(), &s.health, indirect, event_idx, v.base);
+    s.split.suppress_kicks(true);
+    s.dequeue = pick_dequeue<false>(in_order, in, o.linear);
+    s.enqueue = pick_enqueue<false>(mrg, ol_out);
+  }
+  s.start();  // release: the engine and function pointers before an lcore enters
+}
+
+// GET_VRING_BASE's answer for a stopped slot: the next avail index (packed: bit 15 the wrap).
+inline std::uint16_t last_avail_idx(const RingSlot& s, bool packed) noexcept {
+  return packed ? s.packed.last_avail_idx() : s.split.last_avail_idx();
+}
+
+}  // namespace ws::vhost_pmd
