@@ -289,6 +289,8 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
       if (msg.request() == Request::set_vring_kick) {
         stop_ring(*i);
         if (auto ok = start_ring(*i); !ok) return std::unexpected(ok.error());
+      } else if (msg.request() == Request::set_vring_call && r.started && listener_ != nullptr) {
+        listener_->ring_call_changed(*i);
       }
       return false;
     }

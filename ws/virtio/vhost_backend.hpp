@@ -38,6 +38,10 @@ class RingListener {
   virtual void ring_started(std::uint32_t ring) = 0;
   // Stops the data path on the ring and returns the next avail index (GET_VRING_BASE).
   virtual std::uint16_t ring_stopped(std::uint32_t ring) = 0;
+  // A started ring's call fd was replaced (VringSetup::call_fd, -1 for none): QEMU starts a
+  // ring with SET_VRING_KICK and only then sends SET_VRING_CALL with the guest's notifier, and
+  // sends it again whenever it masks or unmasks the queue's interrupt.
+  virtual void ring_call_changed(std::uint32_t ring) = 0;
 };
 
 struct BackendOptions {

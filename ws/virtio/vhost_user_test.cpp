@@ -176,12 +176,13 @@ struct Frontend {
 };
 
 struct Listener : RingListener {
-  std::vector<std::uint32_t> started, stopped;
+  std::vector<std::uint32_t> started, stopped, call_changed;
   void ring_started(std::uint32_t r) override { started.push_back(r); }
   std::uint16_t ring_stopped(std::uint32_t r) override {
     stopped.push_back(r);
     return static_cast<std::uint16_t>(40 + r);
   }
+  void ring_call_changed(std::uint32_t r) override { call_changed.push_back(r); }
 };
 
 class Backend : public ::testing::Test {
@@ -264,6 +265,22 @@ TEST_F(Backend, FollowsDpdkVirtioUserOrderToReady) {
   EXPECT_EQ(reply.payload.state.num, 41u);
   EXPECT_FALSE(be.ring(1).started);
   EXPECT_EQ(listener.stopped, (std::vector<std::uint32_t>{1}));
+}
+
+// QEMU's order: SET_VRING_CALL after SET_VRING_KICK (and again on every interrupt mask/unmask).
+// The data path of a running ring must hear of it; before the ring starts, the kick picks it up.
+TEST_F(Backend, CallFdReplacedOnARunningRingIsHandedToTheDataPath) {
+  ASSERT_TRUE(send_u64(Request::set_vring_call, 0, {event_fd()}));
+  EXPECT_TRUE(listener.call_changed.empty()) << "ring 0 not started";
+  negotiate_and_start(bit(feature::version_1));
+  EXPECT_TRUE(listener.call_changed.empty()) << "DPDK's order: every call fd before its kick";
+  const int fd = event_fd();
+  ASSERT_TRUE(send_u64(Request::set_vring_call, 1, {fd}));
+  EXPECT_EQ(listener.call_changed, (std::vector<std::uint32_t>{1}));
+  EXPECT_EQ(be.ring(1).call_fd, fd) << "the backend owns the new fd; the old one is closed";
+  ASSERT_TRUE(send_u64(Request::set_vring_call, 1 | vring_nofd));
+  EXPECT_EQ(listener.call_changed, (std::vector<std::uint32_t>{1, 1}));
+  EXPECT_EQ(be.ring(1).call_fd, -1);
 }
 
 TEST_F(Backend, RefusesWhatWasNeverOfferedOrOutOfRange) {

@@ -252,6 +252,21 @@ class VhostPort final : public Port, public virtio::RingListener {
     s.call_fd = -1;
     return backend_.packed() ? s.packed.last_avail_idx() : s.split.last_avail_idx();
   }
+  // The lcore writes s.call_fd per notification: the fd is swapped with the ring's gate closed,
+  // so no write can reach the old fd once it is closed, and the engine state stays as it is.
+  void ring_call_changed(std::uint32_t r) override {
+    RingSlot& s = slots_[r];
+    const int fd = backend_.ring(r).call_fd;
+    const int next = fd >= 0 ? ::dup(fd) : -1;
+    s.stop();
+    const int old = s.call_fd;
+    s.call_fd = next;
+    // A notification sent to the old fd since the ring started may never reach the driver
+    // (QEMU drops what its masked notifier got): one spurious interrupt instead of a lost one.
+    s.notify();
+    s.start();
+    if (old >= 0) ::close(old);
+  }
 
  private:
   void serve();
