@@ -15,9 +15,8 @@ if(WS_NATIVE)
   target_compile_options(ws_flags INTERFACE -march=native)
 endif()
 # Every function starts on a cache line, so a hot loop's layout does not depend on what else is
-# linked: with 16-byte alignment, compiling live capture in or out moved io forwarding by up to
-# 7% either way with identical instructions (bench/capture_cost); with 64 the two builds agree
-# within 1%.
+# linked: with GCC's 16-byte default, two builds with identical hot instructions forwarded at
+# different rates (bench/README.md, capture_cost).
 target_compile_options(ws_flags INTERFACE -falign-functions=64)
 target_include_directories(ws_flags INTERFACE ${PROJECT_SOURCE_DIR})
 

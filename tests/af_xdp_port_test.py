@@ -39,10 +39,8 @@ class AfXdpCase(unittest.TestCase):
         testpmd_harness.need_cpus_0_1(self)
         probe = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", "net_af_xdp0", "--", "--duration", "0.1"],
                                capture_output=True, text=True, timeout=30)
-        if "no driver for" in probe.stderr:
-            if os.environ.get("CI"):
-                self.fail("net_af_xdp is not built (libxdp-dev, libbpf-dev, clang)")
-            self.skipTest("net_af_xdp is not built (libxdp-dev, libbpf-dev, clang)")
+        testpmd_harness.require(self, "no driver for" not in probe.stderr,
+                                "net_af_xdp is not built (libxdp-dev, libbpf-dev, clang-19)")
         self.tmp = testpmd_harness.temp_dir(self, "ws-xdp-")
         self.net = netns.for_test(self, "xd")
         self.procs = []
@@ -194,8 +192,8 @@ class BadDevices(unittest.TestCase):
                            ("net_af_xdp0,iface=lo,xdp_prog=/nonexistent/x.o", ["xdp_prog", "cannot read"])):
             p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.1"],
                                capture_output=True, text=True, timeout=30)
-            if "no driver for" in p.stderr:
-                self.skipTest("net_af_xdp is not built")
+            testpmd_harness.require(self, "no driver for" not in p.stderr,
+                                    "net_af_xdp is not built (libxdp-dev, libbpf-dev, clang-19)")
             self.assertNotEqual(p.returncode, 0, p.stderr)
             for w in ["net_af_xdp0"] + words:
                 self.assertIn(w, p.stderr, p.stderr)

@@ -12,7 +12,6 @@ usage: net_scenarios_test.py --binary PATH [unittest options]
 import json
 import os
 import random
-import shutil
 import struct
 import subprocess
 import sys
@@ -114,11 +113,7 @@ class NetCase(unittest.TestCase):
         return os.path.join(self.tmp.name, name)
 
     def need_tshark(self):
-        if shutil.which("tshark"):
-            return
-        if os.environ.get("CI"):
-            self.fail("tshark is required in CI (scripts/install-deps installs it)")
-        self.skipTest("tshark not installed")
+        testpmd_harness.require_program(self, "tshark", "tshark")
 
     def run_testpmd(self, eal, app, timeout=60):
         summary = self.path("summary.json")

@@ -4,22 +4,16 @@ process id, every address is inside 10.99.0.0/16, and everything is deleted at c
 the test fails). Without root the tests skip; under CI (env CI set) they fail instead."""
 import json
 import os
-import shutil
 import subprocess
 import unittest
+
+import testpmd_harness
 
 
 def require_root(test):
     """Skip (or fail under CI) when the test cannot create namespaces."""
-    why = None
-    if os.geteuid() != 0:
-        why = "needs root to create network namespaces and veth pairs"
-    elif shutil.which("ip") is None:
-        why = "needs iproute2's ip (scripts/install-deps installs it)"
-    if why:
-        if os.environ.get("CI"):
-            test.fail(why + " (CI is set: kernel-port tests must run)")
-        test.skipTest(why)
+    testpmd_harness.require(test, os.geteuid() == 0, "needs root to create network namespaces and veth pairs")
+    testpmd_harness.require_program(test, "ip", "iproute2")
 
 
 def sh(*args, ns=None, check=True, timeout=30):

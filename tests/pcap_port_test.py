@@ -12,7 +12,6 @@ usage: pcap_port_test.py --binary PATH [unittest options]
 """
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -88,10 +87,7 @@ class PcapCase(unittest.TestCase):
     def setUp(self):
         testpmd_harness.need_cpus_0_1(self)
         for tool in ("tshark", "editcap", "text2pcap"):
-            if shutil.which(tool) is None:
-                if os.environ.get("CI"):
-                    self.fail("{} is missing (scripts/install-deps installs tshark)".format(tool))
-                self.skipTest("{} is not installed (scripts/install-deps installs tshark)".format(tool))
+            testpmd_harness.require_program(self, tool, "tshark")
         self.tmp = testpmd_harness.temp_dir(self, "ws-pcap-")
 
     def path(self, name):

@@ -27,10 +27,7 @@ class TapCase(unittest.TestCase):
 
     def setUp(self):
         netns.require_root(self)
-        if not os.path.exists("/dev/net/tun"):
-            if os.environ.get("CI"):
-                self.fail("/dev/net/tun is missing (CI is set: kernel-port tests must run)")
-            self.skipTest("/dev/net/tun is missing")
+        testpmd_harness.require(self, os.path.exists("/dev/net/tun"), "/dev/net/tun is missing (the tun module)")
         testpmd_harness.need_cpus_0_1(self)
         self.tmp = testpmd_harness.temp_dir(self, "ws-tap-")
         self.net = netns.for_test(self, "tp")

@@ -14,12 +14,13 @@ import json
 import os
 import re
 import select
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+
+import testpmd_harness
 
 BINARY = None
 BUILT_IN = True
@@ -34,14 +35,8 @@ class CaptureCase(unittest.TestCase):
     needs_capture = True
 
     def setUp(self):
-        if self.needs_capture and not BUILT_IN:
-            self.skipTest("wirespeed-testpmd configured with -DWS_CAPTURE=OFF; CaptureNotBuiltIn checks that build")
-        if not self.needs_capture and BUILT_IN:
-            self.skipTest("capture is built in; this case checks a -DWS_CAPTURE=OFF build")
-        if not {0, 1} <= os.sched_getaffinity(0):
-            self.skipTest("needs CPUs 0 and 1")
-        if not shutil.which("tshark"):
-            self.skipTest("tshark not installed")
+        testpmd_harness.need_cpus_0_1(self)
+        testpmd_harness.require_program(self, "tshark", "tshark")
         self.tmp = tempfile.TemporaryDirectory(prefix="ws-capture-")
         self.addCleanup(self.tmp.cleanup)
 
@@ -215,6 +210,16 @@ class CaptureNotBuiltIn(CaptureCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--capture=0,/dev/null: " + NOT_BUILT, r.stderr)
         self.assertNotIn("packet forwarding - ports", r.stdout)
+
+
+def load_tests(loader, tests, pattern):
+    """Only the cases of the build under test: capture built in (Capture, CaptureOption), or
+    configured with -DWS_CAPTURE=OFF (CaptureNotBuiltIn, the refusals)."""
+    suite = unittest.TestSuite()
+    for case in (Capture, CaptureOption, CaptureNotBuiltIn):
+        if case.needs_capture == BUILT_IN:
+            suite.addTests(loader.loadTestsFromTestCase(case))
+    return suite
 
 
 def main():

@@ -4,6 +4,7 @@
 markers of a crash that no run's output may contain."""
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import unittest
@@ -31,10 +32,26 @@ def main(test_module):
     unittest.main(module=test_module, argv=argv, verbosity=2)
 
 
+def require(test, ok, why):
+    """Stops `test` when `ok` is false, saying what is missing (`why` names the package or the
+    capability). Outside CI it skips; under CI (env CI set) it fails: CI installs every package
+    (scripts/install-deps) and runs as root, so a missing requirement there is a defect."""
+    if ok:
+        return
+    if os.environ.get("CI"):
+        test.fail("CI requires: " + why)
+    test.skipTest(why)
+
+
+def require_program(test, name, package):
+    """require() that `name` is on PATH; `package` is the Debian package that ships it."""
+    require(test, shutil.which(name) is not None,
+            "{} is not installed (Debian package {}; scripts/install-deps installs it)".format(name, package))
+
+
 def need_cpus_0_1(test):
-    """Skip `test` unless this process may run on CPUs 0 and 1 (the runs use -l 0-1)."""
-    if not {0, 1} <= os.sched_getaffinity(0):
-        test.skipTest("needs CPUs 0 and 1 (the runs use -l 0-1)")
+    """require() that this process may run on CPUs 0 and 1 (the runs use -l 0-1)."""
+    require(test, {0, 1} <= os.sched_getaffinity(0), "needs CPUs 0 and 1 (the runs use -l 0-1)")
 
 
 def temp_dir(test, prefix):

@@ -120,8 +120,8 @@ class TelemetryCase(unittest.TestCase):
 
 class DpdkTelemetryPy(TelemetryCase):
     def test_answers_match_the_port_counters(self):
-        if not os.path.exists(TELEMETRY_PY):
-            self.skipTest("dpdk-telemetry.py not installed (Debian package dpdk-dev)")
+        testpmd_harness.require(self, os.path.exists(TELEMETRY_PY),
+                                "{} is not installed (Debian package dpdk-dev)".format(TELEMETRY_PY))
         p = self.start(app=["--forward-mode=rxonly"])
         # 32 packets per port, then nothing moves: the counters are exact.
         self.command(p, "start tx_first", wait_s=0.5)

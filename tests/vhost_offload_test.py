@@ -29,6 +29,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testpmd_harness  # noqa: E402
 import vhost_pair_test as vp  # noqa: E402  (peers, pools, hugepages, summaries)
 
 TSHARK = shutil.which("tshark")
@@ -104,8 +105,7 @@ def read_pcap(path):
 class OffloadBase(vp.PairBase):
     def setUp(self):
         super().setUp()
-        need = vp.need
-        need(self, TSHARK, "tshark is not installed (scripts/install-deps)")
+        testpmd_harness.require(self, TSHARK, "tshark is not installed (scripts/install-deps)")
         self.frames = [packet(i) for i in range(COUNT)]
         self.pcap_in = os.path.join(self.tmp.name, "in.pcap")
         self.pcap_out = os.path.join(self.tmp.name, "out.pcap")
@@ -257,7 +257,7 @@ class OursWithOurs(OffloadBase):
 
 class OursWithDpdk(OffloadBase):
     def test_our_virtio_user_to_dpdk_vhost(self):
-        vp.need(self, vp.DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        testpmd_harness.require(self, vp.DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
         rx = self.dpdk_receiver(vp.VHOST_LCORES, "net_vhost0,iface={}".format(self.sock),
                                 "wsofh{}".format(os.getpid()), False)
         self.assertTrue(vp.wait_for_socket(self.sock, rx), "dpdk-testpmd did not create its socket")
@@ -274,7 +274,7 @@ class OursWithDpdk(OffloadBase):
         self.check_delivered("our virtio_user -> DPDK net_vhost")
 
     def test_dpdk_vhost_to_our_virtio_user(self):
-        vp.need(self, vp.DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        testpmd_harness.require(self, vp.DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
         tx = self.dpdk_sender(vp.VHOST_LCORES, "net_vhost0,iface={}".format(self.sock),
                               "wsofh{}".format(os.getpid()), False)
         self.assertTrue(vp.wait_for_socket(self.sock, tx), "dpdk-testpmd did not create its socket")
@@ -288,8 +288,8 @@ class OursWithDpdk(OffloadBase):
         self.check_delivered("DPDK net_vhost -> our virtio_user\n" + tout[-2000:])
 
     def test_dpdk_virtio_user_to_our_vhost(self):
-        vp.need(self, vp.DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
-        vp.need(self, os.geteuid() == 0, "DPDK's virtio_user needs hugepages: run as root")
+        testpmd_harness.require(self, vp.DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        testpmd_harness.require(self, os.geteuid() == 0, "DPDK's virtio_user needs hugepages: run as root")
         with vp.Hugepages():
             rx = self.our_receiver(vp.VHOST_LCORES, "net_vhost0,iface=" + self.sock, "vhost", 9)
             self.assertTrue(vp.wait_for_socket(self.sock, rx))
@@ -306,8 +306,8 @@ class OursWithDpdk(OffloadBase):
     def test_our_vhost_to_dpdk_virtio_user(self):
         """DPDK's virtio PMD takes GUEST_CSUM only with RX checksum offload, and then leaves the
         checksum partial (RTE_MBUF_F_RX_L4_CKSUM_NONE): without it we complete in software."""
-        vp.need(self, vp.DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
-        vp.need(self, os.geteuid() == 0, "DPDK's virtio_user needs hugepages: run as root")
+        testpmd_harness.require(self, vp.DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+        testpmd_harness.require(self, os.geteuid() == 0, "DPDK's virtio_user needs hugepages: run as root")
         with vp.Hugepages():
             tx = self.our_sender(vp.VHOST_LCORES, "net_vhost0,iface=" + self.sock, "vhost")
             self.assertTrue(vp.wait_for_socket(self.sock, tx))

@@ -40,15 +40,6 @@ POOL = ["--total-num-mbufs=16384"]
 _initrd = None
 
 
-def need(test, condition, why):
-    """Skip when a requirement is missing, except under CI where it is a failure."""
-    if condition:
-        return
-    if os.environ.get("CI"):
-        test.fail("CI requires: " + why)
-    test.skipTest(why)
-
-
 def initrd():
     """The guest image, built once per build tree (image.Image caches by content)."""
     global _initrd
@@ -185,9 +176,10 @@ class VmVhost(unittest.TestCase):
     """Each scenario_* runs once per backend kind as test_<scenario>_<kind>."""
 
     def setUp(self):
-        need(self, qemu.QEMU, "qemu-system-x86_64 is not installed (scripts/install-deps)")
-        need(self, KERNEL, "no guest kernel in {} (scripts/fetch-guest-kernel)".format(image.CACHE))
-        need(self, os.path.exists(image.BUSYBOX), "busybox-static is not installed (scripts/install-deps)")
+        testpmd_harness.require_program(self, "qemu-system-x86_64", "qemu-system-x86")
+        testpmd_harness.require(self, KERNEL, "no guest kernel in {} (scripts/fetch-guest-kernel)".format(image.CACHE))
+        testpmd_harness.require(self, os.path.exists(image.BUSYBOX),
+                                "{} is not there (Debian package busybox-static)".format(image.BUSYBOX))
         self.tmp = tempfile.mkdtemp(prefix="ws-vm-")
         self.addCleanup(self._cleanup)
         self.backends = []
@@ -208,7 +200,7 @@ class VmVhost(unittest.TestCase):
 
     def need_backend(self, kind):
         if kind == "dpdk":
-            need(self, DPDK, "dpdk-testpmd is not installed (scripts/install-deps)")
+            testpmd_harness.require_program(self, "dpdk-testpmd", "dpdk")
 
     def sock(self, name):
         return os.path.join(self.tmp, name + ".sock")

@@ -12,6 +12,7 @@
 #include "app/testpmd/app_args.hpp"
 #include "app/testpmd/fwd/engine.hpp"
 #include "app/testpmd/eal_args.hpp"
+#include "ws/testing/require.hpp"
 
 namespace ws::testpmd {
 namespace {
@@ -58,7 +59,7 @@ std::vector<unsigned> ids(const EalOptions& o) {
 // ---------------------------------------------------------------- EAL: lcores
 
 TEST(EalArgs, LcoreListRangesAndSingles) {
-  if (!have_cpus(2)) GTEST_SKIP() << "needs CPUs 0 and 1";
+  WS_REQUIRE(have_cpus(2), "needs CPUs 0 and 1");
   const EalOptions o = eal_ok({"-l", "0-1"});
   EXPECT_EQ(ids(o), (std::vector<unsigned>{0, 1}));
   EXPECT_EQ(o.lcores[0].cpus, std::vector<unsigned>{0});
@@ -106,7 +107,7 @@ TEST(EalArgs, DefaultLcoresAreEveryAvailableCpu) {
 }
 
 TEST(EalArgs, MainLcore) {
-  if (!have_cpus(2)) GTEST_SKIP() << "needs CPUs 0 and 1";
+  WS_REQUIRE(have_cpus(2), "needs CPUs 0 and 1");
   EXPECT_EQ(eal_ok({"-l", "0-1", "--main-lcore", "1"}).main_lcore, 1u);
   EXPECT_EQ(eal_ok({"-l", "0-1", "--main-lcore=1"}).main_lcore, 1u);
   const std::string e = eal_error(argv({"-l", "0-1", "--main-lcore", "5"}));
@@ -116,7 +117,7 @@ TEST(EalArgs, MainLcore) {
 
 TEST(EalArgs, LcoreListNamingAMissingCpuPointsToLcores) {
   const unsigned missing = available_cpus().back() + 1;
-  if (missing >= max_lcores) GTEST_SKIP() << "every lcore id is a CPU here";
+  WS_REQUIRE(missing < max_lcores, "a CPU-less lcore id, but every lcore id is a CPU here");
   const std::string list = fmt::format("0-{}", missing);
   const std::string e = eal_error({"-l", list});
   EXPECT_HAS(e, "-l");
@@ -218,7 +219,7 @@ TEST(EalArgs, CompatibilityFlagsAreAccepted) {
 }
 
 TEST(EalArgs, ScenarioCommandLinesParse) {
-  // SCENARIOS.md §2 on a 2-core machine.
+  // The virtio side of the vhost/virtio-user pair (docs/scenarios.md) on a 2-core machine.
   const EalOptions o = eal_ok({"--lcores", "0@0,1@0", "--socket-mem", "1024,0", "--single-file-segments",
                                "--file-prefix=virtio-user", "--vdev=virtio_user0,path=/tmp/vhost0,queues=4,in_order=1,packed_vq=1"});
   EXPECT_EQ(o.lcores.size(), 2u);
@@ -416,7 +417,7 @@ TEST(AppArgs, RunControlFlags) {
 }
 
 TEST(AppArgs, ScenarioCommandLinesParse) {
-  // SCENARIOS.md §1 and §2, exactly as users write them.
+  // The flowgen-with-clones and vhost-pair lines of docs/scenarios.md, exactly as users write them.
   const AppOptions f = app_ok({"--forward-mode=flowgen", "--rxq=6", "--txq=6", "--disable-crc-strip", "--burst=512",
                                "--flowgen-clones=512", "--txd=4096", "--stats-period=1", "--txpkts=64"});
   EXPECT_EQ(f.flowgen_clones, 512);

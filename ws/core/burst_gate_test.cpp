@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // BurstGate: close() returns only when the lcore is outside and will not enter until open().
 #include "ws/core/burst_gate.hpp"
+#include "ws/testing/require.hpp"
 
 #include <gtest/gtest.h>
 
@@ -44,7 +45,7 @@ void handshake(bool asymmetric) {
 }
 
 TEST(BurstGate, CloseWaitsForTheLcoreWithMembarrier) {
-  if (!register_heavy_fence()) GTEST_SKIP() << "membarrier(PRIVATE_EXPEDITED) not available on this kernel";
+  WS_REQUIRE(register_heavy_fence(), "membarrier(PRIVATE_EXPEDITED), which this kernel does not offer");
   handshake(true);
 }
 

@@ -2,6 +2,7 @@
 // Lcore option parsing (-l, -c, --lcores) against the CPUs this machine really has, and the
 // thread-local lcore id that LcoreThread sets.
 #include "ws/core/lcore.hpp"
+#include "ws/testing/require.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +20,7 @@ bool two_cpu_machine() {
 }
 
 #define REQUIRE_TWO_CPUS() \
-  if (!two_cpu_machine()) GTEST_SKIP() << "needs exactly CPUs 0 and 1 available"
+  WS_REQUIRE(two_cpu_machine(), "needs exactly CPUs 0 and 1 available")
 
 void expect_error(const Result<std::vector<LcoreConfig>>& r, std::initializer_list<std::string_view> needles) {
   ASSERT_FALSE(r.has_value());

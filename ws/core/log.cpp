@@ -37,6 +37,39 @@ bool parse_log_level(std::string_view text, LogLevel& out) {
   return true;
 }
 
+void LogBudget::roll(bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - window_ < period_) return;
+  if (pending_dropped_ > 0)
+    log_line(LogLevel::warning, fmt::format("{}: {} more lines like the above suppressed in {} ms", source_,
+                                            pending_dropped_, period_.count()));
+  window_ = now;
+  used_ = 0;
+  pending_dropped_ = 0;
+}
+
+bool LogBudget::take() {
+  std::lock_guard lock(mutex_);
+  roll(false);
+  if (used_ == burst_) {
+    ++pending_dropped_;
+    ++total_dropped_;
+    return false;
+  }
+  ++used_;
+  return true;
+}
+
+void LogBudget::flush(bool now) {
+  std::lock_guard lock(mutex_);
+  roll(now);
+}
+
+std::uint64_t LogBudget::suppressed() const {
+  std::lock_guard lock(mutex_);
+  return total_dropped_;
+}
+
 void log_line(LogLevel level, std::string_view line) {
   static std::mutex mutex;
   std::lock_guard lock(mutex);

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Levelled logging for the control path (never the hot path). Thread-safe: one line per call.
 #pragma once
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -20,5 +24,39 @@ void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {
   if (static_cast<int>(level) <= static_cast<int>(log_level()))
     log_line(level, fmt::format(format, std::forward<Args>(args)...));
 }
+
+// A budget for lines that someone outside the process can trigger at will (a peer's bad
+// messages, reconnections): at most `burst` lines per `period`; the rest are dropped and, once
+// the period is over, one line from `source` says how many (at the next line, or at flush()).
+// Counters, not logs, are the exact record. Thread-safe.
+class LogBudget {
+ public:
+  explicit LogBudget(std::string source, std::uint32_t burst = 10,
+                     std::chrono::milliseconds period = std::chrono::seconds(1))
+      : source_(std::move(source)), burst_(burst), period_(period) {}
+
+  template <class... Args>
+  void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {
+    if (static_cast<int>(level) > static_cast<int>(log_level())) return;
+    if (take()) log_line(level, fmt::format(format, std::forward<Args>(args)...));
+  }
+  // Reports lines dropped in a period that is over (call it now and then, e.g. from a poll loop);
+  // `now`: whether or not the period is over (when the source goes away).
+  void flush(bool now = false);
+  std::uint64_t suppressed() const;  // lines dropped so far, in all
+
+ private:
+  bool take();  // false when this line is over budget (counted)
+  void roll(bool force);  // mutex_ held
+
+  mutable std::mutex mutex_;
+  std::string source_;
+  std::uint32_t burst_;
+  std::chrono::milliseconds period_;
+  std::chrono::steady_clock::time_point window_{};
+  std::uint32_t used_ = 0;
+  std::uint64_t pending_dropped_ = 0;
+  std::uint64_t total_dropped_ = 0;
+};
 
 }  // namespace ws

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "ws/testing/require.hpp"
+
 namespace ws::testing {
 
 // What `cmd` (run by /bin/sh) prints on stdout; empty when it cannot be started.
@@ -27,10 +29,5 @@ inline bool have_command(const char* name) {
 }  // namespace ws::testing
 
 // In a TEST body: skips without tshark outside CI, fails in CI (scripts/install-deps installs it).
-#define WS_REQUIRE_TSHARK(what)                                                                 \
-  do {                                                                                          \
-    if (!::ws::testing::have_command("tshark")) {                                              \
-      if (std::getenv("CI")) FAIL() << "tshark is required in CI (scripts/install-deps installs it)"; \
-      GTEST_SKIP() << "tshark not installed: " << what << " skipped";                          \
-    }                                                                                           \
-  } while (0)
+#define WS_REQUIRE_TSHARK(what) \
+  WS_REQUIRE(::ws::testing::have_command("tshark"), "tshark (Debian package tshark) for " << what)

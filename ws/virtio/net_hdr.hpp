@@ -32,9 +32,8 @@ inline constexpr std::uint32_t net_hdr_bytes = sizeof(NetHdr);
 
 // Hot path: writes `h` into a peer's buffer field by field. A header just built on the stack and
 // copied out with wider loads than the stores that built it misses store forwarding: the load
-// waits until those stores reach the cache, behind every earlier store into the peer's lines
-// (60 busy cycles per packet in net_vhost's TX burst with DPDK's virtio_user). Loads of single
-// fields are forwarded.
+// waits until those stores reach the cache, behind every earlier store into the peer's lines,
+// which the peer is polling. Loads of single fields are forwarded.
 inline void store_net_hdr(std::byte* dst, const NetHdr& h) noexcept {
   static_assert(std::endian::native == std::endian::little, "virtio 1.x headers are little-endian");
   auto put = [dst](std::size_t at, const auto& field) { __builtin_memcpy(dst + at, &field, sizeof field); };

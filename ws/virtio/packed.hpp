@@ -217,10 +217,9 @@ class PackedDevice {
   // A batch is also published by itself whenever it fills a group of `publish_every` ring slots
   // (4 cache lines of descriptors): the driver starts on the first packets of a burst while we
   // still copy the rest, and never polls a line we are still writing. With one burst circulating
-  // between two cores (testpmd --tx-first) the burst splits and both sides work at once: packed
-  // in-order ours-ours 13.1 -> 16.4 Mpps publishing every cache line, ~17 every 4 lines, 13.6
-  // every 8 (bench/vhost_pairs); with DPDK's virtio_user, 4 lines beat 1 (whose 4-packet bursts
-  // cost DPDK's RX more per packet).
+  // between two cores (testpmd --tx-first) the burst splits and both sides work at once. Four
+  // lines, not one: a group per line hands DPDK's virtio_user bursts of 4 packets, which cost its
+  // RX more per packet; much larger groups make the driver wait for the copies again.
   void stage_used(std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
     const auto flags = static_cast<std::uint16_t>(used_wrap_ ? (desc_flag::avail | desc_flag::used) : 0);
     staged_[staged_count_++] = StagedUsed{&ring_.desc[used_], len, id, flags};

@@ -32,6 +32,7 @@ void VhostBackend::reset() {
   for (std::uint32_t i = 0; i < rings_.size(); ++i) {
     stop_ring(i);
     VringSetup& r = rings_[i];
+    if (r.call_fd >= 0 && listener_ != nullptr) listener_->ring_call_changed(i, -1);
     close_fd(r.kick_fd);
     close_fd(r.call_fd);
     close_fd(r.err_fd);
@@ -108,26 +109,53 @@ Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
       return with_context(added.error(), options_.name + ": SET_MEM_TABLE");
     }
   }
-  // The new table replaces the old one; started rings are translated again against it.
-  std::vector<std::uint32_t> restart;
-  for (std::uint32_t i = 0; i < rings_.size(); ++i)
-    if (rings_[i].started) {
-      stop_ring(i);
-      restart.push_back(i);
-    }
+  // The new table replaces the old one: no ring may use the old mappings past this point, and
+  // every ring that is set up (running, or kicked before the table came) starts against it.
+  for (std::uint32_t i = 0; i < rings_.size(); ++i) stop_ring(i);
   unmap();
   memory_ = next;
   mappings_ = std::move(maps);
-  for (std::uint32_t i : restart)
-    if (auto ok = start_ring(i); !ok) return ok;
+  for (std::uint32_t i = 0; i < rings_.size(); ++i)
+    if (auto ok = start_ring_when_ready(i); !ok) return ok;
   return {};
+}
+
+Result<void> VhostBackend::set_features(std::uint64_t f) {
+  const auto& name = options_.name;
+  if (f & ~options_.features)
+    return fail("{}: SET_FEATURES {:#x} has bits {:#x} that were never offered (offered {:#x})", name, f,
+                f & ~options_.features, options_.features);
+  if ((f & required) != required)
+    return fail("{}: SET_FEATURES {:#x} lacks VERSION_1 (bit 32): legacy virtio is not supported", name, f);
+  if (features_set_ && f == features_) return {};
+  for (const VringSetup& r : rings_)
+    if (r.started && has(f, feature::ring_packed) != packed())
+      return fail("{}: SET_FEATURES changes the ring layout while rings run", name);
+  // New features take effect at once: running rings restart with the variants they pick, and
+  // rings kicked before the first SET_FEATURES start now.
+  for (std::uint32_t i = 0; i < rings_.size(); ++i) stop_ring(i);
+  features_ = f;
+  features_set_ = true;
+  for (std::uint32_t i = 0; i < rings_.size(); ++i)
+    if (auto ok = start_ring_when_ready(i); !ok) return ok;
+  return {};
+}
+
+Result<void> VhostBackend::start_ring_when_ready(std::uint32_t i) {
+  const VringSetup& r = rings_[i];
+  // vhost-user lets a frontend send these in any order (QEMU and DPDK differ); the ring starts
+  // once the last has come, never before SET_FEATURES (the variants depend on them).
+  if (!r.kick_set || r.num == 0 || !r.addr_set || memory_.size() == 0 || !features_set_) return {};
+  stop_ring(i);
+  return start_ring(i);
+}
+
+void VhostBackend::reset_device() {
+  for (VringSetup& r : rings_) r.fresh = true;
 }
 
 Result<void> VhostBackend::start_ring(std::uint32_t i) {
   VringSetup& r = rings_[i];
-  if (r.num == 0 || !r.addr_set)
-    return fail("{}: ring {} kicked before SET_VRING_NUM and SET_VRING_ADDR", options_.name, i);
-  if (memory_.size() == 0) return fail("{}: ring {} kicked before SET_MEM_TABLE", options_.name, i);
   std::size_t desc_len, avail_len, used_len;
   if (packed()) {
     desc_len = packed_desc_bytes(r.num);
@@ -154,7 +182,8 @@ Result<void> VhostBackend::start_ring(std::uint32_t i) {
   }
   if (!layout) return with_context(layout.error(), fmt::format("{}: ring {}", options_.name, i));
   r.started = true;
-  if (listener_ != nullptr) listener_->ring_started(i);
+  if (listener_ != nullptr) listener_->ring_started(i, r.fresh);
+  r.fresh = false;
   return {};
 }
 
@@ -191,16 +220,7 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
       reply.payload.u64 = options_.features;
       return true;
     case Request::set_features:
-      if (u64 & ~options_.features)
-        return fail("{}: SET_FEATURES {:#x} has bits {:#x} that were never offered (offered {:#x})", name, u64,
-                    u64 & ~options_.features, options_.features);
-      if ((u64 & required) != required)
-        return fail("{}: SET_FEATURES {:#x} lacks VERSION_1 (bit 32): legacy virtio is not supported", name, u64);
-      for (const VringSetup& r : rings_)
-        if (r.started && has(u64, feature::ring_packed) != packed())
-          return fail("{}: SET_FEATURES changes the ring layout while rings run", name);
-      features_ = u64;
-      features_set_ = true;
+      if (auto ok = set_features(u64); !ok) return std::unexpected(ok.error());
       return false;
     case Request::get_protocol_features:
       reply.header.size = 8;
@@ -228,6 +248,7 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
     case Request::set_status:
       if (u64 > 0xff) return fail("{}: SET_STATUS {:#x}, expected a status byte", name, u64);
       status_ = static_cast<std::uint8_t>(u64);
+      if (status_ == 0) reset_device();  // virtio 1.2 §2.1: writing 0 resets the device
       return false;
     case Request::get_status:
       reply.header.size = 8;
@@ -245,6 +266,7 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
                     packed() ? "1" : "a power of two", queue_size_max);
       if (rings_[*i].started) return fail("{}: SET_VRING_NUM on running ring {}", name, *i);
       rings_[*i].num = st.num;
+      if (auto ok = start_ring_when_ready(*i); !ok) return std::unexpected(ok.error());
       return false;
     }
     case Request::set_vring_addr: {
@@ -253,6 +275,7 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
       if (rings_[*i].started) return fail("{}: SET_VRING_ADDR on running ring {}", name, *i);
       rings_[*i].addr = msg.payload.addr;
       rings_[*i].addr_set = true;
+      if (auto ok = start_ring_when_ready(*i); !ok) return std::unexpected(ok.error());
       return false;
     }
     case Request::set_vring_base: {
@@ -268,6 +291,7 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
           return fail("{}: SET_VRING_BASE ring {} index {} beyond ring size {}", name, *i, index, rings_[*i].num);
       if (rings_[*i].started) return fail("{}: SET_VRING_BASE on running ring {}", name, *i);
       rings_[*i].base = static_cast<std::uint16_t>(st.num);
+      if (auto ok = start_ring_when_ready(*i); !ok) return std::unexpected(ok.error());
       return false;
     }
     case Request::get_vring_base: {
@@ -275,6 +299,7 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
       if (!i) return std::unexpected(i.error());
       stop_ring(*i);  // GET_VRING_BASE stops the ring
       close_fd(rings_[*i].kick_fd);
+      rings_[*i].kick_set = false;
       reply.header.size = sizeof(VringState);
       // Packed: the used index and wrap counter (equal to avail's, see SET_VRING_BASE) in bits
       // 16-31, where QEMU reads them.
@@ -293,11 +318,10 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
                                                               : r.err_fd;
       close_fd(slot);
       slot = (u64 & vring_nofd) ? -1 : fds.take(0);
+      if (msg.request() == Request::set_vring_call && listener_ != nullptr) listener_->ring_call_changed(*i, slot);
       if (msg.request() == Request::set_vring_kick) {
-        stop_ring(*i);
-        if (auto ok = start_ring(*i); !ok) return std::unexpected(ok.error());
-      } else if (msg.request() == Request::set_vring_call && r.started && listener_ != nullptr) {
-        listener_->ring_call_changed(*i);
+        r.kick_set = true;
+        if (auto ok = start_ring_when_ready(*i); !ok) return std::unexpected(ok.error());
       }
       return false;
     }

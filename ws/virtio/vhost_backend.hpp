@@ -23,8 +23,10 @@ struct VringSetup {
   int kick_fd = -1;
   int call_fd = -1;
   int err_fd = -1;
+  bool kick_set = false;  // SET_VRING_KICK seen (with an fd, or none: polling)
   bool enabled = false;
-  bool started = false;  // addresses translated at SET_VRING_KICK
+  bool started = false;   // addresses translated: at SET_VRING_KICK once the ring is set up
+  bool fresh = true;      // not started since the device was reset (connection, RESET_OWNER, status 0)
   std::byte* desc = nullptr;
   std::byte* avail = nullptr;  // packed: driver event area
   std::byte* used = nullptr;   // packed: device event area
@@ -35,13 +37,15 @@ struct VringSetup {
 class RingListener {
  public:
   virtual ~RingListener() = default;
-  virtual void ring_started(std::uint32_t ring) = 0;
+  // `fresh`: the first start since the device was reset (a new frontend, RESET_OWNER, status 0);
+  // otherwise a restart (a new memory table, new features, a kick on a running ring).
+  virtual void ring_started(std::uint32_t ring, bool fresh) = 0;
   // Stops the data path on the ring and returns the next avail index (GET_VRING_BASE).
   virtual std::uint16_t ring_stopped(std::uint32_t ring) = 0;
-  // A started ring's call fd was replaced (VringSetup::call_fd, -1 for none): QEMU starts a
-  // ring with SET_VRING_KICK and only then sends SET_VRING_CALL with the guest's notifier, and
-  // sends it again whenever it masks or unmasks the queue's interrupt.
-  virtual void ring_call_changed(std::uint32_t ring) = 0;
+  // SET_VRING_CALL, at any time (QEMU sends it after SET_VRING_KICK, and again whenever the
+  // guest masks or unmasks the vector): `fd` (-1: none) is where the ring's interrupts go now.
+  // The backend keeps owning `fd`.
+  virtual void ring_call_changed(std::uint32_t ring, int fd) = 0;
 };
 
 struct BackendOptions {
@@ -79,7 +83,12 @@ class VhostBackend {
 
  private:
   Result<void> set_mem_table(const vhost_user::MemTable& t, vhost_user::FdSet& fds);
+  Result<void> set_features(std::uint64_t features);
+  // Starts ring i if everything it needs has come (kick, size, addresses, memory, features), in
+  // whatever order the frontend sent it; a running ring is restarted (translated again).
+  Result<void> start_ring_when_ready(std::uint32_t i);
   Result<void> start_ring(std::uint32_t i);
+  void reset_device();
   Result<std::uint32_t> ring_index(const vhost_user::Message& msg, std::uint64_t index) const;
   void stop_ring(std::uint32_t i);
   void unmap();

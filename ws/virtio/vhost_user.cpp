@@ -2,12 +2,14 @@
 // vhost-user message decoding (strict) and SCM_RIGHTS socket I/O.
 #include "ws/virtio/vhost_user.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <limits>
 
@@ -180,107 +182,140 @@ Result<Message> decode(std::span<const std::byte> bytes, FdSet& fds) {
   return m;
 }
 
-Result<Message> recv_message(int sock, FdSet& fds) {
-  std::array<std::byte, sizeof(Header) + max_payload> buf;
-  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * max_fds)> control{};
-  iovec iov{buf.data(), sizeof(Header)};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = control.data();
-  mh.msg_controllen = control.size();
-  ssize_t n;
-  do n = ::recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-  while (n < 0 && errno == EINTR);
-  for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      fds.push(fd);
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Milliseconds left until `deadline` (0 when it has passed).
+int left_ms(Clock::time_point deadline) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return ms > 0 ? static_cast<int>(ms) : 0;
+}
+
+// Waits until `sock` has `events`; false when the deadline passed first.
+bool wait_for(int sock, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{sock, events, 0};
+    const int r = ::poll(&p, 1, left_ms(deadline));
+    if (r > 0) return true;  // ready, or an error/hang-up the next call reports
+    if (r == 0 || errno != EINTR) return false;
+  }
+}
+
+// Reads exactly `len` bytes into `buf`, taking any fds that come with them into `fds` (when not
+// null). Fails on a closed connection, an error, too many fds, or the deadline.
+Result<void> recv_exact(int sock, std::byte* buf, std::size_t len, FdSet* fds, Clock::time_point deadline,
+                        std::string_view what) {
+  std::size_t got = 0;
+  while (got < len) {
+    iovec iov{buf + got, len - got};
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * max_fds)> control{};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control.data();
+    mh.msg_controllen = control.size();
+    const ssize_t n = ::recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n > 0) {
+      for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+          int fd;
+          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+          if (fds == nullptr) {
+            ::close(fd);  // a reply carries none: not ours to keep
+            return fail("vhost-user {}: the peer sent fds with it", what);
+          }
+          fds->push(fd);  // closed at once when the set is full
+        }
+      }
+      if (mh.msg_flags & MSG_CTRUNC) return fail("vhost-user {}: more than {} fds with one message", what, max_fds);
+      got += static_cast<std::size_t>(n);
+      continue;
     }
+    if (n == 0) return fail("vhost-user {}: connection closed by the peer", what);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return fail("vhost-user {}: recvmsg: {}", what, std::strerror(errno));
+    if (!wait_for(sock, POLLIN, deadline))
+      return fail("vhost-user {}: the peer sent {} of {} bytes and then nothing for too long; closing", what, got,
+                  len);
   }
-  if (n == 0) return fail("vhost-user: connection closed by the peer");
-  if (n < 0) return fail("vhost-user: recvmsg: {}", std::strerror(errno));
-  if (mh.msg_flags & MSG_CTRUNC) {
+  return {};
+}
+
+}  // namespace
+
+Result<Message> recv_message(int sock, FdSet& fds, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::array<std::byte, sizeof(Header) + max_payload> buf;
+  auto refuse = [&fds](Error e) -> Result<Message> {
     fds.close_all();
-    return fail("vhost-user: more than {} fds with one message", max_fds);
-  }
-  if (static_cast<std::size_t>(n) != sizeof(Header)) {
-    fds.close_all();
-    return fail("vhost-user: truncated header ({} bytes, expected 12)", n);
-  }
+    return std::unexpected(std::move(e));
+  };
+  if (auto ok = recv_exact(sock, buf.data(), sizeof(Header), &fds, deadline, "message header"); !ok)
+    return refuse(ok.error());
   Header h;
   std::memcpy(&h, buf.data(), sizeof h);
-  if (h.size > max_payload) {
-    fds.close_all();
-    return fail("vhost-user {}: payload {} bytes, at most {}", request_name(h.request), h.size, max_payload);
-  }
-  std::size_t got = 0;
-  while (got < h.size) {
-    const ssize_t r = ::recv(sock, buf.data() + sizeof(Header) + got, h.size - got, MSG_WAITALL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      fds.close_all();
-      return fail("vhost-user {}: connection closed inside a {}-byte payload", request_name(h.request), h.size);
-    }
-    got += static_cast<std::size_t>(r);
-  }
+  const auto name = request_name(h.request);
+  if (h.size > max_payload)
+    return refuse({fmt::format("vhost-user {}: payload {} bytes, at most {}", name, h.size, max_payload)});
+  if (auto ok = recv_exact(sock, buf.data() + sizeof(Header), h.size, &fds, deadline, name); !ok)
+    return refuse(ok.error());
   return decode(std::span(buf.data(), sizeof(Header) + h.size), fds);
 }
 
-Result<Message> recv_reply(int sock, Request request, std::uint32_t size) {
-  Message m;
-  std::size_t got = 0;
-  auto* hdr = reinterpret_cast<std::byte*>(&m.header);
-  while (got < sizeof(Header)) {
-    const ssize_t r = ::recv(sock, hdr + got, sizeof(Header) - got, MSG_WAITALL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return fail("vhost-user {}: connection closed while waiting for the reply", request_name(static_cast<std::uint32_t>(request)));
-    got += static_cast<std::size_t>(r);
-  }
+Result<Message> recv_reply(int sock, Request request, std::uint32_t size, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   const auto name = request_name(static_cast<std::uint32_t>(request));
+  Message m;
+  if (auto ok = recv_exact(sock, reinterpret_cast<std::byte*>(&m.header), sizeof(Header), nullptr, deadline, name); !ok)
+    return std::unexpected(ok.error());
   if (m.header.request != static_cast<std::uint32_t>(request) || !(m.header.flags & flag_reply) ||
       (m.header.flags & 3) != flag_version || m.header.size != size)
     return fail("vhost-user {}: unexpected reply (request {}, flags {:#x}, size {}; expected size {})", name,
                 m.header.request, m.header.flags, m.header.size, size);
-  got = 0;
-  while (got < size) {
-    const ssize_t r = ::recv(sock, m.payload.raw.data() + got, size - got, MSG_WAITALL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return fail("vhost-user {}: connection closed inside the reply", name);
-    got += static_cast<std::size_t>(r);
-  }
+  if (auto ok = recv_exact(sock, m.payload.raw.data(), size, nullptr, deadline, name); !ok)
+    return std::unexpected(ok.error());
   return m;
 }
 
-Result<void> send_message(int sock, const Message& msg, std::span<const int> fds) {
-  if (fds.size() > max_fds) return fail("vhost-user: {} fds, at most {}", fds.size(), max_fds);
-  if (msg.header.size > max_payload) return fail("vhost-user: payload {} bytes, at most {}", msg.header.size, max_payload);
+Result<void> send_message(int sock, const Message& msg, std::span<const int> fds, int timeout_ms) {
+  const auto name = request_name(msg.header.request);
+  if (fds.size() > max_fds) return fail("vhost-user {}: {} fds, at most {}", name, fds.size(), max_fds);
+  if (msg.header.size > max_payload) return fail("vhost-user {}: payload {} bytes, at most {}", name, msg.header.size, max_payload);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::array<std::byte, sizeof(Header) + max_payload> buf;
   std::memcpy(buf.data(), &msg.header, sizeof(Header));
   std::memcpy(buf.data() + sizeof(Header), msg.payload.raw.data(), msg.header.size);
+  const std::size_t len = sizeof(Header) + msg.header.size;
   alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * max_fds)> control{};
-  iovec iov{buf.data(), sizeof(Header) + msg.header.size};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  if (!fds.empty()) {
-    mh.msg_control = control.data();
-    mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  std::size_t sent = 0;
+  while (sent < len) {
+    iovec iov{buf.data() + sent, len - sent};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (sent == 0 && !fds.empty()) {  // the fds go with the first byte
+      mh.msg_control = control.data();
+      mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+      cmsghdr* c = CMSG_FIRSTHDR(&mh);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+      std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    const ssize_t n = ::sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN) return fail("vhost-user {}: sendmsg: {}", name, std::strerror(errno));
+    if (!wait_for(sock, POLLOUT, deadline))
+      return fail("vhost-user {}: the peer does not read what we send ({} of {} bytes sent); closing", name, sent,
+                  len);
   }
-  ssize_t n;
-  do n = ::sendmsg(sock, &mh, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  if (n < 0) return fail("vhost-user {}: sendmsg: {}", request_name(msg.header.request), std::strerror(errno));
-  if (static_cast<std::size_t>(n) != iov.iov_len)
-    return fail("vhost-user {}: short send ({} of {} bytes)", request_name(msg.header.request), n, iov.iov_len);
   return {};
 }
 
@@ -322,12 +357,15 @@ Result<int> connect_unix(const std::string& path) {
     return fail("socket path '{}' is longer than {} bytes", path, sizeof(addr.sun_path) - 1);
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a unix socket's connect waits while the listener's backlog is full, and a peer
+  // that never accepts must not hold us there (EAGAIN then: the caller tries again later).
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail("socket for '{}': {}", path, std::strerror(errno));
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     const int err = errno;
     ::close(fd);
-    return fail("cannot connect to '{}': {}", path, std::strerror(err));
+    return fail("cannot connect to '{}': {}", path,
+                err == EAGAIN ? "the listener accepts no more connections for now" : std::strerror(err));
   }
   return fd;
 }

@@ -136,20 +136,27 @@ Result<Message> decode(std::span<const std::byte> bytes, FdSet& fds);
 // Payload bytes and fd count each request takes; false for requests we do not know.
 bool expected_size(std::uint32_t request, std::uint32_t& size) noexcept;
 
-// Socket I/O (blocking). recv reads one message and its fds (SCM_RIGHTS) and decodes it; an error
-// means the connection is unusable (peer closed: the message says "closed").
-Result<Message> recv_message(int sock, FdSet& fds);
+// Socket I/O. Never blocks for longer than `timeout_ms` per message, whatever the socket's flags
+// (every call is MSG_DONTWAIT, waiting in poll()): a peer that sends half a message, or does
+// not read our replies, costs us that long once, then the call fails and the caller closes the
+// connection. Sends never raise SIGPIPE (MSG_NOSIGNAL). An error means the connection is
+// unusable; a peer that closed it gives a message that says "closed".
+inline constexpr int io_timeout_ms = 5000;
+// Reads one message and its fds (SCM_RIGHTS) and decodes it. Call it when the socket is readable.
+Result<Message> recv_message(int sock, FdSet& fds, int timeout_ms = io_timeout_ms);
 // Frontend side: reads the reply to `request` (REPLY flag, payload exactly `size` bytes, no fds).
-Result<Message> recv_reply(int sock, Request request, std::uint32_t size);
+Result<Message> recv_reply(int sock, Request request, std::uint32_t size, int timeout_ms = io_timeout_ms);
 // Sends header + payload (header.size bytes) with `fds` attached.
-Result<void> send_message(int sock, const Message& msg, std::span<const int> fds = {});
+Result<void> send_message(int sock, const Message& msg, std::span<const int> fds = {},
+                          int timeout_ms = io_timeout_ms);
 
 // The server side's socket: listening at `path`, which appears only once it accepts connections
 // (bound under a temporary name beside it, then renamed into place), so a peer that waits for the
 // file and connects at once is never refused, however late this thread runs. A stale socket at
 // `path` is replaced; anything else there is an error. Returns the listening fd.
 Result<int> listen_unix(const std::string& path);
-// The client side's socket: connected to `path`. Returns the fd, or an error naming the path.
+// The client side's socket: connected to `path` without waiting on a peer that does not accept
+// (a full backlog is an error, to be retried). Returns the fd, or an error naming the path.
 Result<int> connect_unix(const std::string& path);
 
 }  // namespace ws::virtio::vhost_user

@@ -124,12 +124,22 @@ class VhostPort final : public Port, public virtio::RingListener {
   ~VhostPort() override {
     stop_.store(true, std::memory_order_release);
     if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
+    // A connection's I/O waits at most a poll period or a message deadline; shutting the socket
+    // down ends either at once.
+    if (const int conn = conn_fd_.load(std::memory_order_acquire); conn >= 0) ::shutdown(conn, SHUT_RDWR);
     if (thread_.joinable()) thread_.join();
     if (listen_fd_ >= 0) ::close(listen_fd_);
     if (!client_) ::unlink(iface_.c_str());
   }
 
   Result<void> open() {
+    auto notifier = virtio::Notifier::create(name(), 2u * queues_);
+    if (!notifier) return std::unexpected(notifier.error());
+    notifier_ = std::move(*notifier);
+    for (std::uint32_t r = 0; r < 2u * queues_; ++r) {
+      slots_[r].notifier = notifier_.get();
+      slots_[r].ring = r;
+    }
     if (!client_) {
       auto fd = vu::listen_unix(iface_);
       if (!fd) return with_context(fd.error(), fmt::format("device '{}': key 'iface'", name()));
@@ -196,6 +206,7 @@ class VhostPort final : public Port, public virtio::RingListener {
       out.push_back({p + "too_small", s.counters.too_small.read()});
       if (linear_ && r % 2) out.push_back({p + "not_linear", s.counters.not_linear.read()});
       out.push_back({p + "notify", s.counters.notify.read()});
+      out.push_back({p + "notify_dropped", notifier_->dropped(r)});
       for (std::size_t e = 0; e < virtio::queue_error_count; ++e) {
         const auto err = static_cast<virtio::QueueError>(e);
         if (const auto n = s.health.count(err)) out.push_back({p + std::string(virtio::queue_error_name(err)), n});
@@ -206,8 +217,14 @@ class VhostPort final : public Port, public virtio::RingListener {
   LinkStatus link() const override { return {started() && ready_.load(std::memory_order_acquire), 10000, true}; }
 
   // ---- RingListener: control thread, inside VhostBackend::handle ----
-  void ring_started(std::uint32_t r) override {
+  void ring_started(std::uint32_t r, bool fresh) override {
     RingSlot& s = slots_[r];
+    // A broken ring stays broken until the device is reset (a new frontend, RESET_OWNER, status
+    // 0): kicking it again does not clear it.
+    if (fresh) {
+      s.health.reset();
+      s.broken_logged = false;
+    }
     const virtio::VringSetup& v = backend_.ring(r);
     const std::uint64_t f = backend_.features();
     const bool indirect = virtio::has(f, virtio::feature::indirect_desc);
@@ -222,7 +239,6 @@ class VhostPort final : public Port, public virtio::RingListener {
                                                                 : HdrIn::compliant;
     const bool ol_out = s.offload.any() || tx_offloads_.load(std::memory_order_relaxed) != 0;
     const bool in_order = virtio::has(f, virtio::feature::in_order);
-    s.health.reset();
     if (backend_.packed()) {
       s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
                      reinterpret_cast<virtio::EventSuppress*>(v.used)},
@@ -238,34 +254,27 @@ class VhostPort final : public Port, public virtio::RingListener {
       s.dequeue = pick_dequeue<false>(in_order, in, linear_);
       s.enqueue = pick_enqueue<false>(mrg, ol_out);
     }
-    if (s.call_fd >= 0) ::close(s.call_fd);
-    s.call_fd = v.call_fd >= 0 ? ::dup(v.call_fd) : -1;
     s.start();  // release: the engine and function pointers before an lcore enters
   }
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];
     s.stop();
-    if (s.health.broken())
-      log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
-          virtio::queue_error_detail(s.health.first_error(), s.health.first_detail()));
-    if (s.call_fd >= 0) ::close(s.call_fd);
-    s.call_fd = -1;
+    if (s.health.broken() && !s.broken_logged) {
+      s.broken_logged = true;
+      ring_log_.log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
+               virtio::queue_error_detail(s.health.first_error(), s.health.first_detail()));
+    }
     return backend_.packed() ? s.packed.last_avail_idx() : s.split.last_avail_idx();
   }
-  // The lcore writes s.call_fd per notification: the fd is swapped with the ring's gate closed,
-  // so no write can reach the old fd once it is closed, and the engine state stays as it is.
-  void ring_call_changed(std::uint32_t r) override {
-    RingSlot& s = slots_[r];
-    const int fd = backend_.ring(r).call_fd;
-    const int next = fd >= 0 ? ::dup(fd) : -1;
-    s.stop();
-    const int old = s.call_fd;
-    s.call_fd = next;
-    // A notification sent to the old fd since the ring started may never reach the driver
-    // (QEMU drops what its masked notifier got): one spurious interrupt instead of a lost one.
-    s.notify();
-    s.start();
-    if (old >= 0) ::close(old);
+  void ring_call_changed(std::uint32_t r, int fd) override {
+    if (auto ok = notifier_->set_fd(r, fd); !ok) {
+      log_.log(LogLevel::warning, "{}", ok.error().message);
+    } else if (fd >= 0 && backend_.ring(r).started) {
+      // QEMU drops what its masked notifier got before it sends the guest's: an interrupt we
+      // sent there since the kick would be lost, and with EVENT_IDX the used index would then be
+      // past the driver's used_event for good. One spurious interrupt on the new fd instead.
+      notifier_->signal(r);
+    }
   }
 
  private:
@@ -280,7 +289,13 @@ class VhostPort final : public Port, public virtio::RingListener {
   std::uint16_t queues_;
   std::unique_ptr<RingSlot[]> slots_;
   virtio::VhostBackend backend_;
+  std::unique_ptr<virtio::Notifier> notifier_;  // writes the frontend's call fds (set in open())
+  // What a frontend can make us log, rate-limited: connections and refused messages, and broken
+  // rings apart (a flood of the first must not hide the second).
+  LogBudget log_{name() + " (connections)"};
+  LogBudget ring_log_{name() + " (rings)"};
   int listen_fd_ = -1;
+  std::atomic<int> conn_fd_{-1};  // the connection being served, for the destructor to shut down
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> tx_offloads_{0};  // PortConfig::tx_offloads, for ring_started
@@ -296,6 +311,8 @@ int VhostPort::connect_client() {
 
 void VhostPort::serve() {
   while (!stop_.load(std::memory_order_acquire)) {
+    log_.flush();
+    ring_log_.flush();
     int conn = -1;
     if (client_) {
       conn = connect_client();
@@ -309,27 +326,38 @@ void VhostPort::serve() {
       conn = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (conn < 0) continue;
     }
-    log(LogLevel::info, "{}: frontend connected on {}", name(), iface_);
+    conn_fd_.store(conn, std::memory_order_release);
+    if (stop_.load(std::memory_order_acquire)) ::shutdown(conn, SHUT_RDWR);  // the destructor ran meanwhile
+    log_.log(LogLevel::info, "{}: frontend connected on {}", name(), iface_);
     serve_connection(conn);
-    ::close(conn);
     ready_.store(false, std::memory_order_release);
     backend_.reset();  // stops rings (ring_stopped), unmaps memory, closes fds
     for (std::uint32_t r = 0; r < 2u * queues_; ++r) slots_[r].enabled.store(false, std::memory_order_relaxed);
-    log(LogLevel::info, "{}: frontend disconnected; waiting for the next one", name());
+    // No ring runs now: the next frontend gets a notifier without this one's fds (or a thread
+    // this one managed to stall).
+    if (auto ok = notifier_->restart(); !ok) log(LogLevel::err, "{}", ok.error().message);
+    conn_fd_.store(-1, std::memory_order_release);
+    ::close(conn);
+    log_.log(LogLevel::info, "{}: frontend disconnected; waiting for the next one", name());
   }
+  log_.flush(true);
+  ring_log_.flush(true);
 }
 
 void VhostPort::serve_connection(int conn) {
   while (!stop_.load(std::memory_order_acquire)) {
     pollfd p{conn, POLLIN, 0};
     const int r = ::poll(&p, 1, 100);
+    log_.flush();
+    ring_log_.flush();
     if (r == 0) continue;
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || (p.revents & POLLNVAL)) return;
     vu::FdSet fds;
     auto msg = vu::recv_message(conn, fds);
     if (!msg) {
       if (msg.error().message.find("closed") == std::string::npos)
-        log(LogLevel::warning, "{}: {}; closing the connection", name(), msg.error().message);
+        log_.log(LogLevel::warning, "{}: {}; closing the connection", name(), msg.error().message);
       return;
     }
     log(LogLevel::debug, "{}: vhost-user {} size {} payload {:#x}", name(), vu::request_name(msg->header.request),
@@ -337,13 +365,13 @@ void VhostPort::serve_connection(int conn) {
     vu::Message reply;
     auto handled = backend_.handle(*msg, fds, reply);
     if (!handled) {
-      log(LogLevel::warning, "{}: {}; closing the connection", name(), handled.error().message);
+      log_.log(LogLevel::warning, "{}; closing the connection", handled.error().message);  // names the device
       if (reply.header.size == 8) (void)vu::send_message(conn, reply);
       return;
     }
     if (*handled) {
       if (auto sent = vu::send_message(conn, reply); !sent) {
-        log(LogLevel::warning, "{}: {}", name(), sent.error().message);
+        log_.log(LogLevel::warning, "{}: {}", name(), sent.error().message);
         return;
       }
     }
@@ -352,7 +380,7 @@ void VhostPort::serve_connection(int conn) {
     const bool ready = backend_.device_ready();
     if (ready != ready_.load(std::memory_order_relaxed)) {
       ready_.store(ready, std::memory_order_release);
-      log(LogLevel::info, "{}: device {} ({} rings, features {:#x})", name(), ready ? "ready" : "not ready",
+      log_.log(LogLevel::info, "{}: device {} ({} rings, features {:#x})", name(), ready ? "ready" : "not ready",
           backend_.packed() ? "packed" : "split", backend_.features());
     }
   }

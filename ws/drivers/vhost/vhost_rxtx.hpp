@@ -11,7 +11,6 @@
 // (see RingSlot). Small frames are copied inline, never through a libc call; the next frames'
 // buffers are prefetched while one is copied.
 #pragma once
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -23,6 +22,7 @@
 #include "ws/port/port.hpp"
 #include "ws/virtio/net_hdr.hpp"
 #include "ws/virtio/net_offload.hpp"
+#include "ws/virtio/notifier.hpp"
 #include "ws/virtio/packed.hpp"
 #include "ws/virtio/split.hpp"
 
@@ -79,7 +79,7 @@ struct RingCounters {
   Counter bad_packet;   // chain shorter than the header, longer than 64 KiB, or a bad header
   Counter too_small;    // RX buffer chain too small for the packet (without MRG_RXBUF)
   Counter not_linear;   // linear-buffer=1: a TX chain that does not fit one mbuf, dropped
-  Counter notify;       // interrupts sent through the call fd
+  Counter notify;       // interrupts asked of the notifier (the frontend wanted them)
 };
 
 // One virtqueue of the frontend as the backend runs it. The control thread starts and stops it
@@ -87,8 +87,7 @@ struct RingCounters {
 //
 // The ring lock is a BurstGate (ws/core/burst_gate.hpp): an asymmetric Dekker handshake whose
 // lcore side is two plain stores and a load per burst, instead of a locked instruction that
-// drains the store buffer (30% of a vhost core's samples at 64 B before it); stop() pays with
-// membarrier(2).
+// would drain the store buffer on every burst; stop(), which is rare, pays with membarrier(2).
 struct alignas(cache_line_bytes) RingSlot {
   BurstGate gate{false};             // open: started (SET_VRING_KICK) and not stopped
   std::atomic<bool> enabled{false};  // SET_VRING_ENABLE; a disabled ring is not polled
@@ -96,7 +95,9 @@ struct alignas(cache_line_bytes) RingSlot {
   virtio::PackedDevice<> packed;
   DequeueFn dequeue = nullptr;
   EnqueueFn enqueue = nullptr;
-  int call_fd = -1;  // our dup of the frontend's call eventfd
+  virtio::Notifier* notifier = nullptr;  // writes the frontend's call fd for this ring
+  std::uint32_t ring = 0;                // this ring's index (the notifier's slot)
+  bool broken_logged = false;            // control thread: the broken state was reported
   virtio::HdrOffloads offload;  // what the frontend takes in our headers (offload variants only)
   virtio::QueueHealth health;
   RingCounters counters;
@@ -116,12 +117,11 @@ struct alignas(cache_line_bytes) RingSlot {
   // lcore touches the ring until it is started again.
   void start() noexcept { gate.open(); }
   void stop() noexcept { gate.close(); }
+  // The frontend's interrupt, written by the notifier thread: the call fd is the frontend's, and
+  // a write to it may block (notifier.hpp).
   void notify() noexcept {
-    const std::uint64_t one = 1;
-    if (call_fd >= 0) {
-      counters.notify.add(1);
-      [[maybe_unused]] auto r = ::write(call_fd, &one, sizeof one);
-    }
+    counters.notify.add(1);
+    notifier->signal(ring);
   }
 };
 
@@ -259,13 +259,11 @@ using PackedBatch = virtio::PackedDevice<>::Single[virtio::PackedDevice<>::batch
 
 // TX step "write the header": `hdr` (from make_net_hdr) with `num_buffers` into the frontend's
 // buffer, never copied off the stack whole (see virtio::store_net_hdr): without offloads it is
-// stored from registers. The enqueue loop with DPDK's virtio_user went from 98 to 35 busy cycles
-// per packet (bench/vhost_pairs ours-vhost, packed in order).
+// stored from registers.
 // Without offloads the header is stored only where it differs, as DPDK's vhost does
 // (ASSIGN_UNLESS_EQUAL): DPDK's virtio_user leaves a buffer's header as the last RX left it, so
-// the line stays clean in both caches instead of being taken for ownership every packet
-// (ours-vhost, packed in order: 115 -> 89 vhost cycles per packet; ours-ours unchanged, as our
-// frontend zeroes num_buffers on TX as the spec asks and the header always differs).
+// the line stays clean in both caches instead of being taken for ownership every packet. (Our
+// frontend zeroes num_buffers on TX as the spec asks, so with it the header always differs.)
 template <bool Offload>
 inline void write_net_hdr(std::byte* dst, virtio::NetHdr& hdr, std::uint16_t num_buffers) noexcept {
   if constexpr (Offload) {

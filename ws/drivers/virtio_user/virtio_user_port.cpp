@@ -83,7 +83,7 @@ bool any_variant(F& f) {
   }
 }
 
-// Queue variants, picked once from the negotiated features (DESIGN.md: never per packet).
+// Queue variants, picked once from the negotiated features: a burst never tests a feature.
 std::unique_ptr<RxCommon> make_rx(bool packed, bool in_order, bool mergeable, bool offload) {
   std::unique_ptr<RxCommon> q;
   auto pick = [&]<bool P, bool I, bool M, bool O>() {
@@ -153,7 +153,7 @@ class VirtioUserPort final : public Port {
     const bool ol_in = has(features_, feature::guest_csum);
     const bool ol_out = tx_ol.any() || c.tx_offloads != 0;
     for (std::uint16_t q = 0; q < c.rx_queues; ++q) {
-      // Variants picked once from the negotiated features (DESIGN.md: never per packet).
+      // Variants picked once from the negotiated features, never per packet.
       rxq_.push_back(make_rx(p, io, m, ol_in));
       txq_.push_back(make_tx(p, io, ol_out));
       txq_.back()->offload = tx_ol;
@@ -298,7 +298,7 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
 }
 
 Result<void> VirtioUserPort::negotiate() {
-  // DPDK 22.11 virtio_user's order (VHOST-NOTES.md §1).
+  // DPDK 22.11 virtio_user's order (docs/vhost.md, the message flow).
   vu::Message owner;
   owner.header = {static_cast<std::uint32_t>(vu::Request::set_owner), vu::flag_version, 0};
   if (auto ok = vu::send_message(sock_, owner); !ok) return with_context(ok.error(), name());
@@ -418,7 +418,8 @@ std::vector<QueueCommon*> VirtioUserPort::ring_queues() const {
 // (reset_rings()) and start again from index 0, wrap counter 1.
 Result<void> VirtioUserPort::setup_device(bool resume) {
   const std::vector<QueueCommon*> queues = ring_queues();
-  // Status, then call fds for every RX ring then every TX ring, then features (VHOST-NOTES.md).
+  // Status, then call fds for every RX ring then every TX ring, then features, as DPDK's
+  // virtio_user (docs/vhost.md).
   if (auto ok = set_status(virtio::status::acknowledge | virtio::status::driver); !ok) return ok;
   for (std::uint32_t parity : {0u, 1u})
     for (std::uint32_t r = parity; r < queues.size(); r += 2) {

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""net_vhost against frontends that stall, flood or speak out of order, written in Python so that
+each can misbehave exactly: call fds that block (a full pipe, an eventfd at its maximum, a pipe
+with no reader), a message sent in part, replies never read, a kick before the ring's addresses
+and memory (and the call fd after the kick, as QEMU sends it), bad messages and kicks in a loop.
+Each must cost that frontend its own connection at most: the other rings and ports keep
+forwarding, the process exits promptly when told to, and no mbuf is lost.
+
+usage: vhost_hostile_test.py --binary PATH [unittest options]"""
+import os
+import re
+import select
+import socket
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testpmd_harness  # noqa: E402
+import vhost_pair_test as vp  # noqa: E402  (the Python frontend, process helpers)
+
+BINARY = None  # set from --binary by testpmd_harness.main
+
+SET_VRING_CALL, SET_VRING_KICK = 13, 12
+GET_FEATURES = 1
+
+
+def vhost_args(socks, queues=1, extra_app=()):
+    """wirespeed-testpmd serving one net_vhost port per socket, io forwarding, each port looped
+    to itself, interactive so that the test can ask for xstats and quit."""
+    args = [BINARY, "--no-huge"] + vp.VHOST_LCORES
+    for k, sock in enumerate(socks):
+        args += ["--vdev", "net_vhost{},iface={},queues={}".format(k, sock, queues)]
+    return args + ["--", "-i", "--forward-mode=io", "--auto-start", "--nb-cores=1", "--port-topology=loop",
+                   "--rxq={}".format(queues), "--txq={}".format(queues)] + vp.POOL + list(extra_app)
+
+
+def eventfd_at_max():
+    """A blocking eventfd holding 0xfffffffffffffffe: a write of 1 to it blocks forever."""
+    fd = os.eventfd(0)
+    os.write(fd, struct.pack("<Q", 0xfffffffffffffffe))
+    return fd
+
+
+def full_pipe():
+    """A pipe nobody reads, filled, its write end blocking again: (read end, write end)."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    return r, w
+
+
+def orphan_pipe():
+    """A pipe whose read end is closed: a write raises SIGPIPE (EPIPE where it is blocked)."""
+    r, w = os.pipe()
+    os.close(r)
+    return w
+
+
+class QemuOrderFrontend(vp.Frontend):
+    """The Python frontend, but in the order QEMU (and the vhost-user spec) allow: every ring is
+    kicked first, its size and addresses come next, the memory table after them, SET_FEATURES
+    last, and the call fd only once the ring runs. Rings start when their last piece arrives."""
+
+    def __init__(self, path, rings=2, features=vp.V1):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(20)
+        self.s.connect(path)
+        self.fd = os.memfd_create("qemu-order")
+        os.ftruncate(self.fd, vp.REGION)
+        import mmap
+        self.mem = mmap.mmap(self.fd, vp.REGION)
+        self.rings = rings
+        self.avail_idx = [0] * rings
+        self.fds = []
+        self.send(3)  # SET_OWNER
+        self.send(1)  # GET_FEATURES
+        offered = struct.unpack("<Q", self.reply(1, 8))[0]
+        for r in range(rings):
+            kick = os.eventfd(0)
+            self.fds.append(kick)
+            self.send(SET_VRING_KICK, struct.pack("<Q", r), [kick])
+        for r in range(rings):
+            self.send(8, struct.pack("<II", r, self.N))
+            self.send(10, struct.pack("<II", r, self.BASE))
+            d, a, u = self.ring(r)
+            self.send(9, struct.pack("<IIQQQQ", r, 0, vp.GUEST + d, vp.GUEST + u, vp.GUEST + a, 0))
+        self.send(5, struct.pack("<II", 1, 0) + struct.pack("<QQQQ", vp.GUEST, vp.REGION, vp.GUEST, 0), [self.fd])
+        self.send(2, struct.pack("<Q", features & offered))
+        self.calls = []
+        for r in range(rings):
+            call = os.eventfd(0, os.EFD_NONBLOCK)
+            self.calls.append(call)
+            self.fds.append(call)
+            self.send(SET_VRING_CALL, struct.pack("<Q", r), [call])
+        for r in range(rings):
+            self.send(18, struct.pack("<II", r, 1))
+
+
+class HostileCase(vp.PairBase):
+    def start_vhost(self, socks, queues=1):
+        vhost = self.start(vhost_args(socks, queues, ["--summary-json", os.path.join(self.tmp.name, "vhost.json")]),
+                           stdin=subprocess.PIPE)
+        for sock in socks:
+            self.assertTrue(vp.wait_for_socket(sock, vhost))
+        return vhost
+
+    def quit(self, vhost, commands="", within_s=10):
+        """Sends `commands` then quit; the backend must be gone within `within_s` seconds with its
+        pool whole. Returns its output and xstats (from `show port xstats all` when asked)."""
+        t0 = time.time()
+        vhost.stdin.write(commands + "quit\n")
+        vhost.stdin.flush()
+        out = self.finish(vhost, timeout=within_s + 20)
+        self.assertLess(time.time() - t0, within_s, "the backend took too long to quit\n" + out[-3000:])
+        self.assertEqual(vhost.returncode, 0, out[-3000:])
+        s = self.summary("vhost")
+        self.assertTrue(s["pool_audit_ok"], out[-2000:])
+        self.assertEqual(s["mbufs_in_use_at_exit"], 0)
+        xstats = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\w+): (\d+)$", out, re.M))
+        return out, xstats
+
+
+class BlockingCallFds(HostileCase):
+    """A frontend's call fd may block (it shares the file description and can clear O_NONBLOCK):
+    a full pipe, an eventfd at its maximum, a pipe without a reader (SIGPIPE). Our lcore never
+    writes it, so every ring keeps forwarding while that frontend stays connected."""
+
+    def test_call_fds_that_block_stop_nothing(self):
+        vhost = self.start_vhost([self.sock], queues=2)
+        keep = []
+        for kind in ("eventfd_at_max", "full_pipe", "orphan_pipe"):
+            with self.subTest(call_fd=kind):
+                fe = vp.Frontend(self.sock)  # 2 queue pairs; interrupts wanted (avail flags 0)
+                if kind == "eventfd_at_max":
+                    fd = eventfd_at_max()
+                elif kind == "full_pipe":
+                    r, fd = full_pipe()
+                    keep.append(r)
+                else:
+                    fd = orphan_pipe()
+                keep.append(fd)
+                for ring in (0, 1):  # pair 0's interrupts both go to the blocking fd
+                    fe.send(SET_VRING_CALL, struct.pack("<Q", ring), [fd])
+                    kick = os.eventfd(0)  # a kick restarts the ring: whatever a backend copies then
+                    fe.fds.append(kick)
+                    fe.send(SET_VRING_KICK, struct.pack("<Q", ring), [kick])
+                for round_ in range(3):
+                    self.assertTrue(fe.good_traffic(0, 1, 32), "{} round {}: pair 0 stopped".format(kind, round_))
+                    self.assertTrue(fe.good_traffic(2, 3, 32), "{} round {}: pair 1 stopped".format(kind, round_))
+                    time.sleep(0.2)
+                self.assertIsNone(vhost.poll(), "{}: the backend died".format(kind))
+                fe.close()
+                time.sleep(0.3)
+        out, xstats = self.quit(vhost, "show port xstats all\n")
+        for fd in keep:
+            os.close(fd)
+        self.assertGreater(xstats.get("tx_q0_notify_dropped", 0), 0, out[-3000:])
+        self.assertGreaterEqual(self.summary("vhost")["ports"][0]["rx_packets"], 3 * 3 * 2 * 32)
+
+
+class CallAfterKick(HostileCase):
+    """QEMU's order: the call fd comes after SET_VRING_KICK (and changes on every (un)mask), and a
+    ring may be kicked before its addresses, the memory table and SET_FEATURES. The interrupts
+    must reach the call fd given last."""
+
+    def test_interrupts_reach_a_call_fd_sent_after_the_kick(self):
+        vhost = self.start_vhost([self.sock])
+        fe = QemuOrderFrontend(self.sock)
+        self.assertTrue(fe.good_traffic(0, 1, 16), "a ring kicked first never started")
+        self.assertGreaterEqual(vp.read_eventfd(fe.calls[0]), 1, "no interrupt on the RX ring's call fd")
+        # A new call fd while the ring runs (QEMU's unmask): the next interrupts go there.
+        again = os.eventfd(0, os.EFD_NONBLOCK)
+        fe.fds.append(again)
+        fe.send(SET_VRING_CALL, struct.pack("<Q", 0), [again])
+        time.sleep(0.1)
+        vp.read_eventfd(fe.calls[0], 0)
+        self.assertTrue(fe.good_traffic(0, 1, 16))
+        self.assertGreaterEqual(vp.read_eventfd(again), 1, "the new call fd got nothing")
+        self.assertEqual(vp.read_eventfd(fe.calls[0], 0.3), 0, "the old call fd still gets interrupts")
+        fe.close()
+        self.quit(vhost)
+
+
+class StalledMessages(HostileCase):
+    """A frontend that sends half a message, or never reads our replies, holds its own connection
+    for one deadline at most; the other port in the process is served all along, and quitting
+    does not wait for it."""
+
+    def test_half_a_message_costs_one_deadline_and_no_other_port(self):
+        sock1 = os.path.join(self.tmp.name, "vhost1.sock")
+        vhost = self.start_vhost([self.sock, sock1])
+        stall = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stall.connect(self.sock)
+        stall.sendall(struct.pack("<III", GET_FEATURES, 1, 0)[:6])  # half a header, then nothing
+        t0 = time.time()
+        good = vp.Frontend(sock1, rings=2)
+        self.assertTrue(good.good_traffic(0, 1, 32), "the other port stopped while one stalled")
+        stall.settimeout(20)
+        self.assertEqual(stall.recv(64), b"", "the stalled connection was not closed")
+        waited = time.time() - t0
+        self.assertGreater(waited, 2, "closed before the frontend had time to finish its message")
+        stall.close()
+        fe = vp.Frontend(self.sock, rings=2)  # the stalled port serves the next frontend
+        self.assertTrue(fe.good_traffic(0, 1, 32))
+        fe.close()
+        good.close()
+        # Quitting while a frontend is in the middle of a message does not wait for it.
+        stall = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stall.connect(self.sock)
+        stall.sendall(struct.pack("<III", 5, 1, 40) + bytes(8))  # SET_MEM_TABLE, 8 of 40 bytes
+        time.sleep(0.3)
+        out, _ = self.quit(vhost, within_s=4)
+        stall.close()
+        self.assertIn("and then nothing for too long", out)
+
+    def test_a_frontend_that_never_reads_replies_is_closed(self):
+        vhost = self.start_vhost([self.sock])
+        deaf = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        deaf.connect(self.sock)
+        deaf.setblocking(False)
+        ask = struct.pack("<III", GET_FEATURES, 1, 0)
+        closed = False
+        end = time.time() + 30
+        while time.time() < end and not closed:
+            try:
+                deaf.send(ask)
+            except BlockingIOError:
+                time.sleep(0.05)  # our socket buffer is full too: wait for the backend to give up
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+        self.assertTrue(closed, "the backend kept a frontend that never reads")
+        deaf.close()
+        fe = vp.Frontend(self.sock, rings=2)
+        self.assertTrue(fe.good_traffic(0, 1, 32))
+        fe.close()
+        out, _ = self.quit(vhost)
+        self.assertIn("does not read what we send", out)
+
+
+class Floods(HostileCase):
+    """A frontend that loops on bad messages or on kicks of a broken ring is refused each time and
+    counted exactly, but cannot make us log without limit; a broken ring stays broken until the
+    device is reset."""
+
+    def test_bad_messages_and_kicks_in_a_loop_log_a_bounded_number_of_lines(self):
+        vhost = self.start_vhost([self.sock], queues=2)
+        t0 = time.time()
+        for _ in range(300):  # a bad message each time: a ring beyond the device's
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(self.sock)
+            s.sendall(struct.pack("<III", 8, 1, 8) + struct.pack("<II", 9, 256))
+            s.settimeout(10)
+            self.assertEqual(s.recv(64), b"")  # closed
+            s.close()
+        fe = vp.Frontend(self.sock)
+        fe.offer(1, 256)  # head out of range: ring 1 breaks
+        time.sleep(0.2)
+        for _ in range(300):  # kick it again and again: it stays broken, and says so once
+            kick = os.eventfd(0)
+            fe.send(SET_VRING_KICK, struct.pack("<Q", 1), [kick])
+            os.close(kick)
+        self.assertTrue(fe.good_traffic(2, 3, 32), "pair 1 stopped")
+        fe.close()
+        elapsed = time.time() - t0
+        out, xstats = self.quit(vhost, "show port xstats all\n")
+        warnings = [l for l in out.splitlines() if l.startswith("warning:")]
+        # 10 lines a second at most (the budget), whatever the frontend did.
+        self.assertLess(len(warnings), 10 * (elapsed + 2) + 10, "\n".join(warnings[-20:]))
+        self.assertIn("more lines like the above suppressed", out)
+        self.assertEqual(xstats.get("rx_q0_head_out_of_range"), 1, out[-3000:])
+        self.assertEqual(xstats.get("rx_q0_broken"), 1)
+        self.assertEqual(out.count("ring 1 was broken by the frontend"), 1, out[-3000:])
+
+
+if __name__ == "__main__":
+    testpmd_harness.main(sys.modules[__name__])
