@@ -246,6 +246,36 @@ class StalledMessages(HostileCase):
         self.assertIn("does not read what we send", out)
 
 
+class ShrunkMemory(HostileCase):
+    """A frontend that shrinks (ftruncate) the memfd it shared after SET_MEM_TABLE: our next touch
+    of its rings raises SIGBUS. It costs that frontend its connection; the process, the other
+    port and the next frontend on the same port are fine, and no mbuf is lost."""
+
+    def test_memory_shrunk_under_us_costs_only_that_connection(self):
+        sock1 = os.path.join(self.tmp.name, "vhost1.sock")
+        vhost = self.start_vhost([self.sock, sock1])
+        good = vp.Frontend(sock1, rings=2)
+        self.assertTrue(good.good_traffic(0, 1, 16))
+        bad = vp.Frontend(self.sock, rings=2)
+        self.assertTrue(bad.good_traffic(0, 1, 16))
+        bad.mem.close()  # our own mapping first: Python would die of the SIGBUS too
+        os.ftruncate(bad.fd, 0)
+        bad.s.settimeout(10)
+        self.assertEqual(bad.s.recv(64), b"", "the connection of the frontend that shrank its memory stayed")
+        self.assertIsNone(vhost.poll(), "the backend died of the SIGBUS")
+        self.assertTrue(good.good_traffic(0, 1, 16), "the other port stopped")
+        bad.s.close()
+        for fd in bad.fds + [bad.fd]:
+            os.close(fd)
+        again = vp.Frontend(self.sock, rings=2)
+        self.assertTrue(again.good_traffic(0, 1, 16), "the port did not serve the next frontend")
+        again.close()
+        good.close()
+        out, xstats = self.quit(vhost, "show port xstats 0\n")
+        self.assertEqual(xstats.get("guest_memory_lost"), 1, out[-3000:])
+        self.assertIn("shrank the memory it shared", out)
+
+
 class Floods(HostileCase):
     """A frontend that loops on bad messages or on kicks of a broken ring is refused each time and
     counted exactly, but cannot make us log without limit; a broken ring stays broken until the

@@ -67,6 +67,7 @@ class PackedDevice {
     avail_ = used_ = signalled_used_ = static_cast<std::uint16_t>(base & 0x7fff);
     avail_wrap_ = used_wrap_ = (base & 0x8000) != 0;
     staged_count_ = 0;
+    taken_ = 0;
     if (avail_ >= ring_.size) avail_ = used_ = signalled_used_ = 0;  // checked by the caller; be safe
   }
 
@@ -80,8 +81,11 @@ class PackedDevice {
     bool wrap = avail_wrap_;
     std::uint16_t flags = first;
     for (std::uint32_t n = 0;; ++n) {
-      if (n == ring_.size) {
-        health_->report(QueueError::chain_loop);
+      // Every descriptor taken and not yet returned is one of the ring's: a driver that makes a
+      // slot we hold available again (flipping its flags) would otherwise have us take it twice,
+      // and the used positions written for the lot would run past the ring (§2.8.7).
+      if (taken_ + n == ring_.size) {
+        health_->report(taken_ == 0 ? QueueError::chain_loop : QueueError::too_many_taken);
         return Pop::broken;
       }
       if (n > 0) {
@@ -118,6 +122,7 @@ class PackedDevice {
     }
     avail_ = i;
     avail_wrap_ = wrap;
+    taken_ += c.ring_descs;
     return Pop::chain;
   }
 
@@ -137,7 +142,9 @@ class PackedDevice {
   // flags checked together, no chain bookkeeping: a quarter of pop()'s work per descriptor.
   template <bool Writable>
   bool pop_batch(Single (&out)[batch], std::uint32_t min_len, std::uint32_t max_len) noexcept {
-    if (!at_batch_start() || std::uint32_t{avail_} + batch > ring_.size || health_->broken()) return false;
+    if (!at_batch_start() || std::uint32_t{avail_} + batch > ring_.size || taken_ + batch > ring_.size ||
+        health_->broken())
+      return false;
     const PackedDesc* d = &ring_.desc[avail_];
     constexpr std::uint16_t mask =
         desc_flag::avail | desc_flag::used | desc_flag::next | desc_flag::indirect | desc_flag::write;
@@ -161,6 +168,7 @@ class PackedDevice {
       avail_ = 0;
       avail_wrap_ = !avail_wrap_;
     }
+    taken_ += batch;
     return true;
   }
   // Whether the next descriptor starts a cache line of them (where pop_batch() can start).
@@ -182,8 +190,10 @@ class PackedDevice {
     return mem_->translate(detail::load_once(&p->addr), 0);
   }
 
-  // Gives back popped chains (not yet pushed used) spanning `ring_descs` descriptors.
+  // Gives back popped chains (not yet pushed used) spanning `ring_descs` descriptors. More than
+  // were taken is refused (the ring breaks): the rewind below assumes at most one lap.
   void unpop(std::uint32_t ring_descs) noexcept {
+    if (!give_back(ring_descs)) [[unlikely]] return;
     if (ring_descs <= avail_) {
       avail_ = static_cast<std::uint16_t>(avail_ - ring_descs);
     } else {
@@ -195,6 +205,7 @@ class PackedDevice {
   // Writes the used descriptor for a chain at the used position and skips the chain's length
   // (§2.8.7). Visible to the driver at once (its flags store is the release).
   void push_used(std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
+    if (!give_back(ring_descs)) [[unlikely]] return;
     PackedDesc* p = &ring_.desc[used_];
     p->id = id;
     p->len = len;
@@ -221,6 +232,7 @@ class PackedDevice {
   // lines, not one: a group per line hands DPDK's virtio_user bursts of 4 packets, which cost its
   // RX more per packet; much larger groups make the driver wait for the copies again.
   void stage_used(std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
+    if (!give_back(ring_descs)) [[unlikely]] return;
     const auto flags = static_cast<std::uint16_t>(used_wrap_ ? (desc_flag::avail | desc_flag::used) : 0);
     staged_[staged_count_++] = StagedUsed{&ring_.desc[used_], len, id, flags};
     const std::uint16_t group = static_cast<std::uint16_t>(used_ / publish_every);
@@ -273,8 +285,22 @@ class PackedDevice {
     return static_cast<std::uint16_t>(avail_ | (avail_wrap_ ? 0x8000 : 0));
   }
   std::uint32_t size() const noexcept { return ring_.size; }
+  // Descriptors taken and not yet returned used (or given back).
+  std::uint32_t taken() const noexcept { return taken_; }
 
  private:
+  // Returns `ring_descs` taken descriptors (used, or given back): at least one, and no more than
+  // were taken. Anything else would move the used position past what the driver made available,
+  // so it breaks the ring and nothing is written. Only pop() can make it fail, if its bound did.
+  bool give_back(std::uint32_t ring_descs) noexcept {
+    if (ring_descs == 0 || ring_descs > taken_) [[unlikely]] {
+      health_->report(QueueError::too_many_taken, ring_descs);
+      return false;
+    }
+    taken_ -= ring_descs;
+    return true;
+  }
+
   // §2.8.19: a table of sequential descriptors; only WRITE is valid inside it.
   bool walk_indirect(const detail::DescCopy& d, ChainT& c) noexcept {
     if (!indirect_) {
@@ -323,6 +349,7 @@ class PackedDevice {
   std::uint16_t used_ = 0;   // next used slot to write
   std::uint16_t signalled_used_ = 0;
   std::uint16_t staged_count_ = 0;
+  std::uint32_t taken_ = 0;  // descriptors popped and not yet returned: at most ring_.size
   StagedUsed staged_[publish_every];  // a batch (each chain takes one slot at least)
   bool avail_wrap_ = true;   // §2.8.1: both counters start at 1
   bool used_wrap_ = true;

@@ -409,6 +409,57 @@ const Hostile packed_cases[] = {
 INSTANTIATE_TEST_SUITE_P(Descriptors, PackedHostile, ::testing::ValuesIn(packed_cases),
                          [](const auto& param_info) { return param_info.param.name; });
 
+// A driver that makes a slot we hold available again (it flips the slot's flags to the next
+// lap's) must not make us take it twice: the used positions written for both would run past the
+// ring. The ring sits against an inaccessible page, so a write past it crashes the test.
+TEST(PackedOutstanding, ASlotMadeAvailableAgainIsRefusedAndNothingIsWrittenPastTheRing) {
+  for (const std::uint32_t size : {1u, 256u}) {
+    SCOPED_TRACE(size);
+    TestMemory tm(1 << 16);
+    test::GuardedBytes descs(packed_desc_bytes(size));
+    EventSuppress events[2]{};
+    PackedRing ring{size, descs.get<PackedDesc>(), &events[0], &events[1]};
+    QueueHealth health;
+    PackedDevice<> dev;
+    dev.init(ring, &tm.mem(), &health, false, false, 0x8000);
+    const std::uint64_t buf = tm.guest(tm.alloc(64));
+    for (std::uint32_t i = 0; i < size; ++i) ring.desc[i] = {buf, 64, static_cast<std::uint16_t>(i), AV};
+    PackedDevice<>::ChainT c;
+    for (std::uint32_t i = 0; i < size; ++i) ASSERT_EQ(dev.pop(c), Pop::chain) << i;
+    EXPECT_EQ(dev.taken(), size);
+    ring.desc[0].flags = US;  // available again, for the second lap (wrap counter 0)
+    EXPECT_EQ(dev.pop(c), Pop::broken);
+    EXPECT_EQ(health.first_error(), QueueError::too_many_taken);
+    // What the in-order dequeue did with two pops of the same slot: one used descriptor for
+    // both. Refused: more than were taken.
+    dev.stage_used(0, 0, static_cast<std::uint16_t>(size + 1));
+    dev.flush_used();
+    EXPECT_EQ(health.count(QueueError::too_many_taken), 2u);
+    EXPECT_EQ(ring.desc[0].flags, US) << "nothing was written";
+    // The chains we really hold still go back, once.
+    dev.stage_used(static_cast<std::uint16_t>(size - 1), 0, static_cast<std::uint16_t>(size));
+    dev.flush_used();
+    EXPECT_EQ(ring.desc[0].flags, AV | US) << "used for the first lap";
+    EXPECT_EQ(dev.taken(), 0u);
+    dev.stage_used(0, 0, 1);
+    dev.unpop(1);
+    EXPECT_EQ(health.count(QueueError::too_many_taken), 4u) << "nothing more to return or give back";
+  }
+}
+
+// unpop() rewinds one lap at most: giving back more than was taken is refused.
+TEST(PackedOutstanding, UnpopOfMoreThanWasTakenIsRefused) {
+  PackedPair p(8);
+  PackedDevice<>::ChainT c;
+  const Buffer b{p.buf(0), 64, true};
+  ASSERT_TRUE(p.drv.post(&b, 1, 1));
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  const auto at = p.dev.last_avail_idx();
+  p.dev.unpop(9);
+  EXPECT_EQ(p.dev_health.first_error(), QueueError::too_many_taken);
+  EXPECT_EQ(p.dev.last_avail_idx(), at) << "the position did not move";
+}
+
 TEST(PackedDriverSide, RefusesIdsItNeverPosted) {
   PackedPair p(8);
   const Buffer b{p.buf(0), 64, false};

@@ -84,7 +84,10 @@ class SplitDevice {
     if (last_avail_ == shadow_avail_) {
       // acquire: pairs with the driver's release store of avail->idx after it filled the ring.
       const std::uint16_t idx = __atomic_load_n(ring_.avail_idx(), __ATOMIC_ACQUIRE);
-      if (static_cast<std::uint16_t>(idx - last_avail_) > ring_.size) [[unlikely]] {
+      // Never more chains available than the ring holds, counting those we took and have not
+      // returned: a driver cannot have more outstanding (each takes a descriptor at least).
+      if (static_cast<std::uint16_t>(idx - last_avail_) > ring_.size ||
+          static_cast<std::uint16_t>(idx - used_) > ring_.size) [[unlikely]] {
         health_->report(QueueError::avail_index_jump, index_detail(idx, last_avail_));
         return Pop::broken;
       }

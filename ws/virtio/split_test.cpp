@@ -522,4 +522,22 @@ TEST(Split, AnIndexJumpIsReportedWithTheIndices) {
 }
 
 }  // namespace
+// Chains taken and not yet returned count against the ring: a driver that announces more than
+// the ring holds beyond them (it re-offers heads we hold) breaks the ring.
+TEST(Split, MoreAvailableThanTheRingHoldsBeyondWhatWeHoldIsAJump) {
+  SplitPair p;
+  for (std::uint16_t i = 0; i < SplitPair::n; ++i) {
+    p.set(i, p.buf(0), 64, 0, 0);
+    p.offer(i);
+  }
+  DefaultChain c;
+  for (std::uint32_t i = 0; i < SplitPair::n; ++i) ASSERT_EQ(p.dev.pop(c), Pop::chain) << i;
+  p.dev.stage_used(0, 0);  // one returned: room for exactly one more
+  p.offer(0);
+  ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  p.offer(1);  // a head we still hold, offered again
+  EXPECT_EQ(p.dev.pop(c), Pop::broken);
+  EXPECT_EQ(p.dev_health.first_error(), QueueError::avail_index_jump);
+}
+
 }  // namespace ws::virtio

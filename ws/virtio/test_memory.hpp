@@ -3,6 +3,8 @@
 // bump allocator for rings, tables and buffers.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -42,6 +44,32 @@ class TestMemory {
   std::unique_ptr<std::byte, Free> host_;
   std::size_t used_ = 0;
   GuestMemory mem_;
+};
+
+// `bytes` that end exactly where an inaccessible page begins: a write one byte past them faults
+// at once (SIGSEGV), in any build, where a heap overflow would go unseen outside ASan.
+class GuardedBytes {
+ public:
+  explicit GuardedBytes(std::size_t bytes) : bytes_(bytes) {
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    mapped_ = (bytes + page - 1) / page * page + page;
+    base_ = static_cast<std::byte*>(::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    EXPECT_NE(base_, MAP_FAILED);
+    EXPECT_EQ(::mprotect(base_ + mapped_ - page, page, PROT_NONE), 0);
+  }
+  ~GuardedBytes() { ::munmap(base_, mapped_); }
+  GuardedBytes(const GuardedBytes&) = delete;
+  GuardedBytes& operator=(const GuardedBytes&) = delete;
+  template <class T = std::byte>
+  T* get() const {
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    return reinterpret_cast<T*>(base_ + mapped_ - page - bytes_);
+  }
+
+ private:
+  std::size_t bytes_;
+  std::size_t mapped_ = 0;
+  std::byte* base_ = nullptr;
 };
 
 }  // namespace ws::virtio::test

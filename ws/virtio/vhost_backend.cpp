@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -46,8 +47,12 @@ void VhostBackend::reset() {
 
 void VhostBackend::unmap() {
   memory_.clear();
-  for (const Mapping& m : mappings_) ::munmap(m.base, m.len);
+  for (Mapping& m : mappings_) {
+    m.guard.release();
+    ::munmap(m.base, m.len);
+  }
   mappings_.clear();
+  memory_lost_.store(false, std::memory_order_release);
 }
 
 void VhostBackend::stop_ring(std::uint32_t i) {
@@ -76,25 +81,38 @@ Result<std::uint32_t> VhostBackend::ring_index(const Message& msg, std::uint64_t
 }
 
 Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
+  std::uint64_t total = 0;
+  for (std::uint32_t i = 0; i < t.count; ++i) total += t.regions[i].size;  // decode: no overflow each; 8 of them fit
+  if (total > options_.max_mem_bytes)
+    return fail("{}: SET_MEM_TABLE shares {} MiB in {} regions, more than the {} MiB allowed (key '{}')", options_.name,
+                total >> 20, t.count, options_.max_mem_bytes >> 20, options_.max_mem_key);
   GuestMemory next;
   std::vector<Mapping> maps;
   auto undo = [&maps] {
-    for (const Mapping& m : maps) ::munmap(m.base, m.len);
+    for (Mapping& m : maps) {
+      m.guard.release();
+      ::munmap(m.base, m.len);
+    }
   };
   for (std::uint32_t i = 0; i < t.count; ++i) {
     const MemRegionDesc& d = t.regions[i];
     const int fd = fds.take(i);
-    // Map from offset 0 so the offset need not be page aligned (decode checked offset+size).
-    const std::size_t len = d.mmap_offset + d.size;
+    const std::uint64_t end = d.mmap_offset + d.size;  // decode checked the sum
     // A region beyond the end of its file would fault (SIGBUS) when the data path touches it.
     struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < len) {
+    if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < end) {
       if (fd >= 0) ::close(fd);
       undo();
       return fail("{}: SET_MEM_TABLE region {} (offset {:#x} + size {:#x}) extends beyond its fd ({} bytes)",
                   options_.name, i, d.mmap_offset, d.size, fd < 0 ? 0 : st.st_size);
     }
-    void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    // Only the pages the region covers, aligned as the file wants them (st_blksize: the huge page
+    // size on hugetlbfs), and not populated: the frontend chooses offsets and sizes, and a tiny
+    // region at the end of a sparse file must cost us a tiny mapping.
+    const std::uint64_t align = std::max<std::uint64_t>(static_cast<std::uint64_t>(st.st_blksize), 4096);
+    const std::uint64_t map_off = d.mmap_offset & ~(align - 1);
+    const std::uint64_t map_len = (end - map_off + align - 1) & ~(align - 1);
+    void* base = ::mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(map_off));
     const int err = errno;
     ::close(fd);  // the mapping keeps the memory
     if (base == MAP_FAILED) {
@@ -102,8 +120,14 @@ Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
       return fail("{}: SET_MEM_TABLE region {} (size {:#x}, offset {:#x}) cannot be mapped: {}", options_.name, i,
                   d.size, d.mmap_offset, std::strerror(err));
     }
-    maps.push_back({base, len});
-    auto added = next.add({d.guest_addr, d.user_addr, d.size, static_cast<std::byte*>(base) + d.mmap_offset});
+    auto guard = MappingGuard::guard(base, map_len, &memory_lost_);
+    if (!guard) {
+      ::munmap(base, map_len);
+      undo();
+      return with_context(guard.error(), options_.name + ": SET_MEM_TABLE");
+    }
+    maps.push_back({base, map_len, std::move(*guard)});
+    auto added = next.add({d.guest_addr, d.user_addr, d.size, static_cast<std::byte*>(base) + (d.mmap_offset - map_off)});
     if (!added) {
       undo();
       return with_context(added.error(), options_.name + ": SET_MEM_TABLE");
@@ -115,6 +139,7 @@ Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
   unmap();
   memory_ = next;
   mappings_ = std::move(maps);
+  memory_lost_.store(false, std::memory_order_release);
   for (std::uint32_t i = 0; i < rings_.size(); ++i)
     if (auto ok = start_ring_when_ready(i); !ok) return ok;
   return {};

@@ -3,6 +3,7 @@
 // virtio_user drives it): features, memory table (mmap of each region's fd), per-ring setup,
 // status, REPLY_ACK. Control thread only; the data path learns of rings through RingListener.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "ws/core/result.hpp"
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/guest_memory.hpp"
+#include "ws/virtio/mapping_guard.hpp"
 #include "ws/virtio/vhost_user.hpp"
 
 namespace ws::virtio {
@@ -54,6 +56,10 @@ struct BackendOptions {
   std::uint64_t features = backend_offered;
   std::uint64_t protocol_features =
       bit(vhost_user::protocol::mq) | bit(vhost_user::protocol::reply_ack) | bit(vhost_user::protocol::status);
+  // Most memory a frontend may share with us, all regions together: what it costs us is address
+  // space and page tables, and it chooses the sizes.
+  std::uint64_t max_mem_bytes = std::uint64_t{64} << 30;
+  std::string max_mem_key = "max-mem-mb";  // what an error tells the user to raise
 };
 
 class VhostBackend {
@@ -77,6 +83,9 @@ class VhostBackend {
   std::uint32_t ring_count() const { return static_cast<std::uint32_t>(rings_.size()); }
   const VringSetup& ring(std::uint32_t i) const { return rings_[i]; }
   const GuestMemory& memory() const { return memory_; }
+  // The frontend shrank memory it shared (a fault was caught, see MappingGuard): the memory now
+  // reads as zeros; the connection must be closed. Any thread.
+  bool memory_lost() const { return memory_lost_.load(std::memory_order_acquire); }
   bool packed() const { return has(features_, feature::ring_packed); }
   // DPDK's rule: rings 0 and 1 started and enabled with kick and call, and DRIVER_OK if STATUS.
   bool device_ready() const;
@@ -97,6 +106,7 @@ class VhostBackend {
   struct Mapping {
     void* base;
     std::size_t len;
+    MappingGuard guard;  // released before the unmap
   };
   BackendOptions options_;
   RingListener* listener_;
@@ -107,6 +117,7 @@ class VhostBackend {
   std::uint8_t status_ = 0;
   GuestMemory memory_;
   std::vector<Mapping> mappings_;
+  std::atomic<bool> memory_lost_{false};
   std::vector<VringSetup> rings_;
 };
 

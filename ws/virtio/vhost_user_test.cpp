@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -401,6 +402,61 @@ TEST_F(Backend, NewFeaturesRestartRunningRingsAndStatusZeroMakesTheNextStartFres
   auto k = send_u64(Request::set_vring_kick, 1, {event_fd()});
   ASSERT_TRUE(k) << k.error().message;
   EXPECT_EQ(listener.fresh, (std::vector<std::uint32_t>{0, 1, 1})) << "status 0 reset the device";
+}
+
+// Our address space in bytes (the first field of /proc/self/statm, in pages).
+std::uint64_t address_space_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  return std::uint64_t{pages} * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// The frontend chooses offsets and sizes: a tiny region at the end of a sparse 64 GiB file must
+// cost us a tiny mapping, not 64 GiB mapped and populated.
+TEST_F(Backend, MapsOnlyThePagesARegionCoversAndPopulatesNothing) {
+  const int sparse = ::memfd_create("sparse", MFD_CLOEXEC);
+  const std::uint64_t file = std::uint64_t{64} << 30;
+  ASSERT_EQ(::ftruncate(sparse, static_cast<off_t>(file)), 0);
+  MemTable t{};
+  t.count = 1;
+  t.regions[0] = {0x100000, 0x1000, 0x7f0000000000, file - 0x1000 + 0x10};  // 4 KiB, 16 B past a page start
+  t.regions[0].mmap_offset = file - 0x2000 + 0x10;
+  const std::uint64_t before = address_space_bytes();
+  auto r = send(Request::set_mem_table, 0, &t, 8 + 32, {::dup(sparse)});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LT(address_space_bytes() - before, std::uint64_t{1} << 20) << "mapped far more than the region";
+  std::byte* host = be.memory().translate(0x100000, 0x1000);
+  ASSERT_NE(host, nullptr);
+  host[0] = std::byte{5};  // the region's first byte is at its offset in the file
+  std::byte check{};
+  ASSERT_EQ(::pread(sparse, &check, 1, static_cast<off_t>(t.regions[0].mmap_offset)), 1);
+  EXPECT_EQ(check, std::byte{5});
+  ::close(sparse);
+}
+
+TEST(BackendLimits, MoreMemoryThanTheDeviceAllowsIsRefusedNamingTheKey) {
+  Listener listener;
+  VhostBackend be(BackendOptions{.name = "net_vhost0", .queue_pairs = 1, .max_mem_bytes = 1 << 20}, &listener);
+  Frontend fe;
+  MemTable t{};
+  t.count = 2;
+  t.regions[0] = {0x0, Frontend::bytes / 2, fe.addr(0), 0};
+  t.regions[1] = {Frontend::bytes, Frontend::bytes / 2 + 4096, fe.addr(Frontend::bytes / 2), Frontend::bytes / 2};
+  FdSet fds;
+  fds.push(::dup(fe.fd));
+  fds.push(::dup(fe.fd));
+  auto m = decode(bytes_of(static_cast<std::uint32_t>(Request::set_mem_table), flag_version, 8 + 64, &t, 8 + 64), fds);
+  ASSERT_TRUE(m);
+  Message reply;
+  auto r = be.handle(*m, fds, reply);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("max-mem-mb"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("1 MiB allowed"), std::string::npos) << r.error().message;
+  EXPECT_EQ(be.memory().size(), 0u);
 }
 
 }  // namespace ws::virtio

@@ -25,6 +25,7 @@ std::string_view queue_error_name(QueueError e) noexcept {
     case QueueError::avail_index_jump: return "avail_index_jump";
     case QueueError::packed_bad_id: return "packed_bad_id";
     case QueueError::packed_bad_wrap: return "packed_bad_wrap";
+    case QueueError::too_many_taken: return "too_many_taken";
     case QueueError::used_bad_id: return "used_bad_id";
     case QueueError::used_index_jump: return "used_index_jump";
     case QueueError::count_: break;

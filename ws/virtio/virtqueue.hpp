@@ -39,6 +39,8 @@ enum class QueueError : std::uint8_t {
   avail_index_jump,      // split: avail idx moved by more than the ring size
   packed_bad_id,         // packed: buffer id >= size
   packed_bad_wrap,       // packed: a chain's later descriptor not available with the same wrap
+  too_many_taken,        // packed: more descriptors taken and not yet returned than the ring holds
+                         // (the driver made a slot we hold available again)
   used_bad_id,           // driver side: device returned an id we never posted
   used_index_jump,       // driver side: used idx moved by more than was outstanding
   count_

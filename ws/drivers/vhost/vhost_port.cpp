@@ -30,6 +30,8 @@ constexpr std::array vhost_params = {
     ParamSpec{"queues", "uint", "1", "queue pairs, 1..8"},
     ParamSpec{"client", "bool", "0", "connect to the frontend's socket (and reconnect) instead of listening"},
     ParamSpec{"tso", "bool", "0", "offer HOST_TSO4/6 (take TCP GSO packets from the frontend), as DPDK's net_vhost"},
+    ParamSpec{"max-mem-mb", "uint", "65536",
+              "most memory a frontend may share with this port, all regions together (MiB); more is refused"},
     // The other DPDK 22.11 net_vhost keys, so its device strings carry over unchanged.
     ParamSpec{"linear-buffer", "bool", "0",
               "1: a packet from the frontend that does not fit one mbuf is dropped and counted (xstat "
@@ -111,6 +113,7 @@ DequeueFn pick_dequeue(bool in_order, HdrIn in, bool linear) noexcept {
 struct VhostOptions {
   std::uint16_t queues = 1;
   bool client = false, tso = false, linear = false, legacy_ol = false;
+  std::uint64_t max_mem_mb = 65536;
 };
 
 class VhostPort final : public Port, public virtio::RingListener {
@@ -118,7 +121,11 @@ class VhostPort final : public Port, public virtio::RingListener {
   VhostPort(std::string name, std::string iface, VhostOptions o)
       : Port(name, "net_vhost"), iface_(std::move(iface)), client_(o.client), linear_(o.linear),
         legacy_ol_(o.legacy_ol), queues_(o.queues), slots_(std::make_unique<RingSlot[]>(2u * o.queues)),
-        backend_(virtio::BackendOptions{.name = name, .queue_pairs = o.queues, .features = offered(o.tso)}, this) {
+        backend_(virtio::BackendOptions{.name = name,
+                                        .queue_pairs = o.queues,
+                                        .features = offered(o.tso),
+                                        .max_mem_bytes = o.max_mem_mb << 20},
+                 this) {
     mac_ = MacAddress{{0x56, 0x48, 0x4f, 0x53, 0x54, 0x00}};  // DPDK net_vhost's "VHOST" address
   }
   ~VhostPort() override {
@@ -197,6 +204,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
   std::vector<XStat> xstats() const override {
     auto out = Port::xstats();
+    out.push_back({"guest_memory_lost", memory_lost_.read()});
     for (std::uint32_t r = 0; r < 2u * queues_; ++r) {
       const RingSlot& s = slots_[r];
       // Ring 2q is the frontend's RX ring (our TX), 2q+1 its TX ring (our RX).
@@ -300,6 +308,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> tx_offloads_{0};  // PortConfig::tx_offloads, for ring_started
   std::atomic<bool> ready_{false};
+  Counter memory_lost_;  // connections closed because the frontend shrank its memory
   std::vector<std::unique_ptr<RxQ>> rxq_;
   std::vector<std::unique_ptr<TxQ>> txq_;
 };
@@ -350,6 +359,14 @@ void VhostPort::serve_connection(int conn) {
     const int r = ::poll(&p, 1, 100);
     log_.flush();
     ring_log_.flush();
+    if (backend_.memory_lost()) {
+      // The frontend shrank memory it shared: the faulting pages now read zeros (MappingGuard).
+      // Its rings are garbage from here; the connection goes, and the next frontend starts clean.
+      memory_lost_.add(1);
+      log_.log(LogLevel::warning, "{}: the frontend shrank the memory it shared (SIGBUS caught); closing the connection",
+               name());
+      return;
+    }
     if (r == 0) continue;
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 || (p.revents & POLLNVAL)) return;
@@ -398,6 +415,8 @@ class VhostDriver final : public Driver {
                   args.name());
     auto queues = args.get_uint("queues", 1, 1, 8);
     if (!queues) return std::unexpected(queues.error());
+    auto max_mem = args.get_uint("max-mem-mb", 65536, 1, std::uint64_t{1} << 30);
+    if (!max_mem) return std::unexpected(max_mem.error());
     auto client = args.get_bool("client", false);
     auto tso = args.get_bool("tso", false);
     auto linear = args.get_bool("linear-buffer", false);
@@ -420,7 +439,7 @@ class VhostDriver final : public Driver {
       return fail("device '{}': key 'postcopy-support' value 1 is not supported: no postcopy live migration "
                   "(userfaultfd) here; expected postcopy-support=0",
                   args.name());
-    const VhostOptions o{static_cast<std::uint16_t>(*queues), *client, *tso, *linear, *legacy_ol};
+    const VhostOptions o{static_cast<std::uint16_t>(*queues), *client, *tso, *linear, *legacy_ol, *max_mem};
     auto port = std::make_unique<VhostPort>(args.name(), iface, o);
     if (auto ok = port->open(); !ok) return std::unexpected(ok.error());
     return port;

@@ -121,7 +121,7 @@ struct alignas(cache_line_bytes) RingSlot {
   // a write to it may block (notifier.hpp).
   void notify() noexcept {
     counters.notify.add(1);
-    notifier->signal(ring);
+    if (notifier != nullptr) notifier->signal(ring);  // none: a ring driven by a test alone
   }
 };
 

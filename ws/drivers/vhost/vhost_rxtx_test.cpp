@@ -9,9 +9,12 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "ws/core/arena.hpp"
@@ -170,6 +173,95 @@ TEST_F(StashTest, LinearBufferDropsWhatDoesNotFitOneMbuf) {
     EXPECT_EQ(driver.reclaim(cookies, lens, 4), 3u) << "the dropped packet's chain is back too";
     EXPECT_FALSE(slot->health.broken());
   }
+}
+
+// A frontend that keeps every descriptor available for both laps at once, flipping each one's
+// flags back and forth while our bursts run: we take a slot, wrap, and find it available again.
+// Without a bound, an in-order dequeue burst (one used descriptor for all its chains) or a
+// mergeable packet (up to 17 chains) summed more descriptors than the ring holds, and the used
+// position ran past the ring. Each ring sits against an inaccessible page: a write past it
+// crashes the test. No mbuf may be lost either.
+TEST_F(StashTest, AFrontendFlippingFlagsWhileWeRunCannotMakeUsWritePastTheRing) {
+  constexpr std::uint32_t size = 16;  // fewer slots than a burst takes
+  constexpr std::uint32_t rx_buf_bytes = 90;  // a 1500-byte packet needs 17 of them (mergeable)
+  virtio::test::TestMemory tm(1 << 20);
+  std::byte* frame = tm.alloc(virtio::net_hdr_bytes + 64);
+  std::byte* rx_bufs = tm.alloc(size * rx_buf_bytes);
+  struct GuardedRing {
+    virtio::test::GuardedBytes descs{virtio::packed_desc_bytes(size)};
+    virtio::EventSuppress events[2]{};
+    virtio::PackedRing ring{size, descs.get<virtio::PackedDesc>(), &events[0], &events[1]};
+    std::unique_ptr<RingSlot> slot = std::make_unique<RingSlot>();
+  };
+  GuardedRing tx, rx;  // the frontend's TX ring (we dequeue) and RX ring (we enqueue)
+  constexpr std::uint16_t av = virtio::desc_flag::avail, us = virtio::desc_flag::used, wr = virtio::desc_flag::write;
+  auto fresh = [&](GuardedRing& g) {  // what a frontend that starts over gives us
+    for (std::uint32_t i = 0; i < size; ++i) {
+      const auto id = static_cast<std::uint16_t>(i);
+      g.ring.desc[i] = &g == &tx ? virtio::PackedDesc{tm.guest(frame), virtio::net_hdr_bytes + 64, id, av}
+                                 : virtio::PackedDesc{tm.guest(rx_bufs + i * rx_buf_bytes), rx_buf_bytes, id,
+                                                      static_cast<std::uint16_t>(av | wr)};
+    }
+    g.events[0].flags = virtio::EventSuppress::disable;  // no interrupts wanted
+    g.slot->health.reset();
+    g.slot->packed.init(g.ring, &tm.mem(), &g.slot->health, false, false, 0x8000);
+  };
+  fresh(tx);
+  fresh(rx);
+  std::atomic<bool> stop{false};
+  std::thread frontend([&] {
+    for (std::uint32_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
+      for (GuardedRing* g : {&tx, &rx})
+        for (std::uint32_t i = 0; i < size; ++i) {
+          const std::uint16_t keep = g == &rx ? wr : 0;
+          __atomic_store_n(&g->ring.desc[i].flags, static_cast<std::uint16_t>(keep | (n % 2 ? av : us)),
+                           __ATOMIC_RELEASE);
+        }
+      for (int k = 0; k < 100; ++k) cpu_pause();  // each lap's flags stay a moment
+    }
+  });
+  MbufStash stash(pool_.get());
+  RxQueueCounters rx_counters;
+  TxQueueCounters tx_counters;
+  std::uint64_t bursts = 0, restarts = 0;
+  // Until both cases were met (the threads' timing decides when), 5 s at most.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < end &&
+         (tx.slot->health.count(virtio::QueueError::too_many_taken) < 3 ||
+          rx.slot->health.count(virtio::QueueError::too_many_taken) < 3)) {
+    Mbuf* pkts[32];
+    const std::uint16_t got = dequeue<true, true, HdrIn::ignore, false>(*tx.slot, stash, rx_counters, pkts, 32);
+    mbuf_free_bulk(std::span<Mbuf* const>(pkts, got));
+    // Large packets for the RX ring, each spanning many of its small buffers.
+    std::uint16_t big = 0;
+    for (; big < 4; ++big) {
+      pkts[big] = pool_->alloc();
+      if (pkts[big] == nullptr) break;
+      pkts[big]->data_len = 1500;
+      pkts[big]->pkt_len = 1500;
+    }
+    const std::uint16_t sent = enqueue<true, true, false>(*rx.slot, tx_counters, pkts, big);
+    mbuf_free_bulk(std::span<Mbuf* const>(pkts + sent, big - sent));
+    ++bursts;
+    for (GuardedRing* g : {&tx, &rx}) {
+      EXPECT_LE(g->slot->packed.taken(), size);
+      if (g->slot->health.broken()) {
+        ++restarts;
+        fresh(*g);
+      }
+    }
+  }
+  stop = true;
+  frontend.join();
+  stash.release();
+  EXPECT_EQ(pool_->in_use(), 0u) << "every mbuf is back";
+  std::printf("%llu packets in, %llu out; ", (unsigned long long)rx_counters.packets.read(), (unsigned long long)tx_counters.packets.read());
+  std::printf("%llu bursts, %llu ring restarts; too_many_taken: TX ring %llu, RX ring %llu\n",
+              static_cast<unsigned long long>(bursts), static_cast<unsigned long long>(restarts),
+              static_cast<unsigned long long>(tx.slot->health.count(virtio::QueueError::too_many_taken)),
+              static_cast<unsigned long long>(rx.slot->health.count(virtio::QueueError::too_many_taken)));
+  EXPECT_GT(tx.slot->health.count(virtio::QueueError::too_many_taken), 0u) << "the in-order case was not reached";
+  EXPECT_GT(rx.slot->health.count(virtio::QueueError::too_many_taken), 0u) << "the mergeable case was not reached";
 }
 
 // A header already as it must be is not stored again (DPDK's vhost does the same): the line
