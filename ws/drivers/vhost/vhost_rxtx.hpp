@@ -331,8 +331,8 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
   auto& dev = engine<Packed>(s);
   const std::uint16_t have = stash.ensure(n);
   if (have < n) [[unlikely]] {
+    counters.nombuf.add(n - have);  // mbufs asked for and not had, as DPDK's rx_mbuf_alloc_failed
     n = have;
-    counters.nombuf.add(1);
     if (n == 0) return 0;
   }
   std::uint16_t got = 0, used = 0;

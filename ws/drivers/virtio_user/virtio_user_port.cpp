@@ -247,6 +247,7 @@ class VirtioUserPort final : public Port {
   std::vector<std::unique_ptr<RingMem>> rings_;
   std::byte* zero_hdr_ = nullptr;
   std::vector<int> eventfds_;
+  std::unique_ptr<virtio::Notifier> kicks_;  // writes the kick fds for the lcores (set in negotiate())
   std::vector<std::unique_ptr<RxCommon>> rxq_;
   std::vector<std::unique_ptr<TxCommon>> txq_;
 };
@@ -298,6 +299,11 @@ Result<void> VirtioUserPort::connect_and_negotiate() {
 }
 
 Result<void> VirtioUserPort::negotiate() {
+  if (kicks_ == nullptr) {
+    auto kicks = virtio::Notifier::create(name(), 2u * o_.queues);
+    if (!kicks) return std::unexpected(kicks.error());
+    kicks_ = std::move(*kicks);
+  }
   // DPDK 22.11 virtio_user's order (docs/vhost.md, the message flow).
   vu::Message owner;
   owner.header = {static_cast<std::uint32_t>(vu::Request::set_owner), vu::flag_version, 0};
@@ -453,6 +459,9 @@ Result<void> VirtioUserPort::setup_device(bool resume) {
       auto kick = new_eventfd();
       if (!kick) return std::unexpected(kick.error());
       queues[r]->kick_fd = *kick;
+      if (auto ok = kicks_->set_fd(r, *kick); !ok) return ok;
+      queues[r]->notifier = kicks_.get();
+      queues[r]->ring = r;
     }
     if (auto ok = send(vu::Request::set_vring_kick, r, queues[r]->kick_fd); !ok) return ok;
   }
@@ -540,6 +549,7 @@ void VirtioUserPort::do_stop() {
     }
   }
   (void)set_status(0);
+  if (kicks_ != nullptr) (void)kicks_->restart();  // drops its copies of the kick fds
   for (int fd : eventfds_) ::close(fd);
   eventfds_.clear();
 }

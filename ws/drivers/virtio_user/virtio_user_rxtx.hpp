@@ -15,6 +15,7 @@
 #include "ws/port/port.hpp"
 #include "ws/virtio/net_hdr.hpp"
 #include "ws/virtio/net_offload.hpp"
+#include "ws/virtio/notifier.hpp"
 #include "ws/virtio/packed.hpp"
 #include "ws/virtio/split.hpp"
 
@@ -26,10 +27,6 @@ using DriverEngine =
 
 inline std::uint64_t iova(const void* p) noexcept { return reinterpret_cast<std::uint64_t>(p); }  // IOVA = VA
 
-inline void kick(int fd) noexcept {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] auto r = ::write(fd, &one, sizeof one);
-}
 
 // Frees every chain the device has completed and no burst reclaimed yet; returns how many. A
 // reclaim short of its 64 took everything there was: no further call.
@@ -58,6 +55,13 @@ struct QueueCommon : QueueBase {
   virtual std::uint32_t release_mbufs() = 0;
   virtio::QueueHealth health;
   int kick_fd = -1;
+  // Writes kick_fd for us: the backend shares its open file description and could make a write
+  // from the lcore block (notifier.hpp).
+  virtio::Notifier* notifier = nullptr;
+  std::uint32_t ring = 0;  // this queue's ring index, the notifier's slot
+  void kick() noexcept {
+    if (notifier != nullptr) notifier->signal(ring);
+  }
   // The lcore enters around each burst; the control path closes it to reset the ring.
   BurstGate gate;
   // Packets dropped by ring resets (a packed ring given to a new backend); control path only.
@@ -122,7 +126,7 @@ struct VirtioRx final : RxCommon {
       posted = static_cast<std::uint16_t>(posted + k);
       want -= k;
     }
-    if (posted > 0 && engine.publish()) kick(kick_fd);
+    if (posted > 0 && engine.publish()) kick();
     return posted;
   }
 
@@ -248,7 +252,7 @@ struct VirtioTx final : TxCommon {
     free_completed(engine);  // what the device has consumed
     constexpr std::uint16_t max_segs = 63;
     virtio::Buffer b[max_segs + 1];
-    std::uint16_t sent = 0;
+    std::uint16_t sent = 0, posted = 0;  // taken (posted or dropped), and posted
     std::uint64_t bytes = 0;
     for (; sent < n; ++sent) {
       Mbuf* m = pkts[sent];
@@ -279,11 +283,12 @@ struct VirtioTx final : TxCommon {
         for (Mbuf* s = m; s != nullptr; s = s->next) b[cnt++] = {iova(s->data()), s->data_len, false};
       }
       if (!engine.post(b, cnt, m)) break;
+      ++posted;
       bytes += m->pkt_len;
     }
-    if (sent > 0 && engine.publish()) kick(kick_fd);
+    if (posted > 0 && engine.publish()) kick();
     if (sent < n) counters.full.add(n - sent);
-    counters.packets.add(sent);
+    counters.packets.add(posted);  // the dropped ones are in errors: taken, not sent
     counters.bytes.add(bytes);
     return sent;
   }
