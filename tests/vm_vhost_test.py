@@ -275,10 +275,16 @@ class VmVhost(unittest.TestCase):
         self.ping_case(kind, queues=2)
 
     # ---- two guests, TCP through io forwarding ----
+    def listen(self, receiver, port, out):
+        """busybox nc listening on `port` into `out`, once it does (a sender connecting earlier
+        would be refused). Its stdin must not end: nc would half-close and the sender stop."""
+        receiver.run("sleep 600 | nc -l -p {} > {} 2>/dev/null &".format(port, out))
+        receiver.run("n=0; until netstat -ltn | grep -q ':{} '; do sleep 0.1; n=$((n+1)); [ $n -lt 100 ] || exit 1; "
+                     "done".format(port), timeout=30)
+
     def transfer(self, sender, receiver, receiver_ip, megabytes, port=5001):
         """A TCP transfer of random bytes with busybox nc; asserts both ends' sha256 agree."""
-        # The receiver's stdin must not end: busybox nc would half-close and the sender stop early.
-        receiver.run("sleep 600 | nc -l -p {} > /tmp/rx 2>/dev/null &".format(port))
+        self.listen(receiver, port, "/tmp/rx")
         sender.run("dd if=/dev/urandom of=/tmp/tx bs=64k count={} 2>/dev/null".format(megabytes * 16), timeout=60)
         sent = sender.run("sha256sum /tmp/tx")[1].split()[0]
         sender.run("timeout 120 nc {} {} < /tmp/tx".format(receiver_ip, port), timeout=150)
@@ -366,7 +372,7 @@ class VmVhost(unittest.TestCase):
         a.wait_ready()
         victim.wait_ready()
         both_maps, both_fds = b.memfd_mappings(), b.open_fds()
-        victim.run("sleep 600 | nc -l -p 5001 > /dev/null 2>&1 &")
+        self.listen(victim, 5001, "/dev/null")
         a.run("dd if=/dev/zero bs=64k count=8192 2>/dev/null | nc 10.99.0.3 5001 >/dev/null 2>&1 &")
         self.assertTrue(wait_until(lambda: self.guest_stat(victim, "rx_bytes") > (2 << 20), 60),
                         "the transfer did not start\n" + a.tail() + victim.tail())
