@@ -218,6 +218,35 @@ class PackedDevice {
       used_wrap_ = !used_wrap_;
     }
   }
+  // The chains of one packet (MRG_RXBUF) made used together: the driver must see all of them at
+  // once (virtio 1.2 §5.1.6.4.1). What was staged goes first (it precedes them in the ring); then
+  // every descriptor but the first is written, and the first's flags last (release).
+  template <class ChainT>
+  void push_used_together(const ChainT* chains, const std::uint32_t* lens, std::uint16_t n) noexcept {
+    flush_used();
+    PackedDesc* first = nullptr;
+    std::uint16_t first_flags = 0;
+    for (std::uint16_t i = 0; i < n; ++i) {
+      if (!give_back(chains[i].ring_descs)) [[unlikely]] return;  // the ring is broken
+      PackedDesc* p = &ring_.desc[used_];
+      const auto flags = static_cast<std::uint16_t>(used_wrap_ ? (desc_flag::avail | desc_flag::used) : 0);
+      p->id = chains[i].id;
+      p->len = lens[i];
+      if (i == 0) {
+        first = p;
+        first_flags = flags;
+      } else {
+        __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);  // published by the first's release
+      }
+      used_ = static_cast<std::uint16_t>(used_ + chains[i].ring_descs);
+      if (used_ >= ring_.size) {
+        used_ = static_cast<std::uint16_t>(used_ - ring_.size);
+        used_wrap_ = !used_wrap_;
+      }
+    }
+    // release: the other descriptors (and the buffer contents) before the first flags.
+    if (first != nullptr) __atomic_store_n(&first->flags, first_flags, __ATOMIC_RELEASE);
+  }
   // Batched form of push_used: the used descriptor is only recorded, and flush_used() writes the
   // batch, the first descriptor's flags last (release). The driver reads used descriptors in ring
   // order and stops at the first one not yet used, so it sees the whole batch at once, as DPDK's

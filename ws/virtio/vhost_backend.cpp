@@ -306,10 +306,14 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
     case Request::set_vring_base: {
       auto i = ring_index(msg, st.index);
       if (!i) return std::unexpected(i.error());
-      if (st.num > 0xffff) return fail("{}: SET_VRING_BASE ring {} base {:#x}, expected 16 bits", name, *i, st.num);
-      if (packed() && rings_[*i].num != 0 && (st.num & 0x7fff) >= rings_[*i].num)
-        return fail("{}: SET_VRING_BASE ring {} index {} beyond ring size {}", name, *i, st.num & 0x7fff,
-                    rings_[*i].num);
+      // Packed: bits 0-14 the avail index, 15 its wrap counter, and from QEMU bits 16-30 the used
+      // index, 31 its wrap counter (vhost-user.rst). Our rings return every chain they take
+      // before they stop, so used = avail; the used half is checked and, as DPDK does, not used.
+      if (!packed() && st.num > 0xffff)
+        return fail("{}: SET_VRING_BASE ring {} base {:#x}, expected 16 bits", name, *i, st.num);
+      for (const std::uint32_t index : {st.num & 0x7fff, (st.num >> 16) & 0x7fff})
+        if (packed() && rings_[*i].num != 0 && index >= rings_[*i].num)
+          return fail("{}: SET_VRING_BASE ring {} index {} beyond ring size {}", name, *i, index, rings_[*i].num);
       if (rings_[*i].started) return fail("{}: SET_VRING_BASE on running ring {}", name, *i);
       rings_[*i].base = static_cast<std::uint16_t>(st.num);
       if (auto ok = start_ring_when_ready(*i); !ok) return std::unexpected(ok.error());
@@ -322,7 +326,10 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
       close_fd(rings_[*i].kick_fd);
       rings_[*i].kick_set = false;
       reply.header.size = sizeof(VringState);
-      reply.payload.state = {*i, rings_[*i].base};
+      // Packed: the used index and wrap counter (equal to avail's, see SET_VRING_BASE) in bits
+      // 16-31, where QEMU reads them.
+      const std::uint32_t base = rings_[*i].base;
+      reply.payload.state = {*i, packed() ? base | base << 16 : base};
       return true;
     }
     case Request::set_vring_kick:

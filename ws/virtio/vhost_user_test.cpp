@@ -272,6 +272,27 @@ TEST_F(Backend, FollowsDpdkVirtioUserOrderToReady) {
   EXPECT_EQ(listener.stopped, (std::vector<std::uint32_t>{1}));
 }
 
+// QEMU's packed ring base: avail index and wrap counter in bits 0-15, used index and wrap
+// counter in bits 16-31 (a fresh ring: 0x80008000). We used to refuse anything beyond 16 bits,
+// so QEMU with packed=on fell back to its own virtio emulation and the guest got nothing.
+TEST_F(Backend, PackedRingBaseInQemusFormat) {
+  ASSERT_TRUE(send_u64(Request::set_features, bit(feature::version_1) | bit(feature::ring_packed)));
+  ASSERT_TRUE(send_state(Request::set_vring_num, 0, 256));
+  auto r = send_state(Request::set_vring_base, 0, 0x80008000u);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(be.ring(0).base, 0x8000u);
+  ASSERT_TRUE(send_state(Request::set_vring_base, 0, 0x00050005u));
+  EXPECT_EQ(be.ring(0).base, 5u);
+  auto beyond = send_state(Request::set_vring_base, 0, 0x01000005u);
+  ASSERT_FALSE(beyond) << "used index 256 on a ring of 256";
+  EXPECT_NE(beyond.error().message.find("index 256 beyond ring size 256"), std::string::npos)
+      << beyond.error().message;
+  ASSERT_TRUE(send_state(Request::get_vring_base, 0, 0));
+  EXPECT_EQ(reply.payload.state.num, 0x00050005u) << "used = avail, in QEMU's format";
+  ASSERT_TRUE(send_u64(Request::set_features, bit(feature::version_1)));
+  EXPECT_FALSE(send_state(Request::set_vring_base, 0, 0x10000u)) << "split: 16 bits";
+}
+
 TEST_F(Backend, RefusesWhatWasNeverOfferedOrOutOfRange) {
   auto r = send_u64(Request::set_features, bit(feature::version_1) | bit(40));
   ASSERT_FALSE(r);

@@ -210,7 +210,14 @@ class VhostPort final : public Port, public virtio::RingListener {
     return last_avail_idx(s, backend_.packed());
   }
   void ring_call_changed(std::uint32_t r, int fd) override {
-    if (auto ok = notifier_->set_fd(r, fd); !ok) log_.log(LogLevel::warning, "{}", ok.error().message);
+    if (auto ok = notifier_->set_fd(r, fd); !ok) {
+      log_.log(LogLevel::warning, "{}", ok.error().message);
+    } else if (fd >= 0 && backend_.ring(r).started) {
+      // QEMU drops what its masked notifier got before it sends the guest's: an interrupt we
+      // sent there since the kick would be lost, and with EVENT_IDX the used index would then be
+      // past the driver's used_event for good. One spurious interrupt on the new fd instead.
+      notifier_->signal(r);
+    }
   }
 
  private:

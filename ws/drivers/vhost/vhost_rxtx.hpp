@@ -69,6 +69,11 @@ class MbufStash {
   Mbuf* mbufs_[capacity];
 };
 
+// Chains one packet may span with MRG_RXBUF (num_buffers): a 64 KiB packet into Linux's smallest
+// mergeable buffers (virtio_net's GOOD_PACKET_LEN, 1518 bytes) takes 44; DPDK's vhost takes as
+// many as the ring holds. Beyond this the packet is dropped (too_small).
+inline constexpr std::uint16_t max_merged_chains = 64;
+
 struct RingSlot;
 using DequeueFn = std::uint16_t (*)(RingSlot&, MbufStash&, RxQueueCounters&, Mbuf**, std::uint16_t) noexcept;
 
@@ -101,7 +106,7 @@ struct alignas(cache_line_bytes) RingSlot {
   virtio::HdrOffloads offload;  // what the frontend takes in our headers (offload variants only)
   virtio::QueueHealth health;
   RingCounters counters;
-  DefaultChain chains[17];  // scratch: up to 17 chains for one mergeable 64 KiB packet, or a lookahead
+  DefaultChain chains[max_merged_chains];  // scratch: the chains of one mergeable packet, or a lookahead
 
   // Polling lcore: false when the ring is not running (the burst then does nothing).
   bool enter() noexcept {
@@ -510,7 +515,7 @@ template <bool Packed, bool Mergeable, bool Offload>
 inline Step enqueue_one(RingSlot& s, TxQueueCounters& counters, Mbuf* m, std::uint16_t& used,
                         std::uint64_t& bytes) noexcept {
   auto& dev = engine<Packed>(s);
-  constexpr std::uint16_t max_chains = Mergeable ? 17 : 1;
+  constexpr std::uint16_t max_chains = Mergeable ? max_merged_chains : 1;
   virtio::NetHdr hdr;
   if (!make_net_hdr<Offload>(s, m, hdr)) [[unlikely]] {
     counters.errors.add(1);  // a request the frontend cannot take (TSO without GUEST_TSO)
@@ -547,10 +552,18 @@ inline Step enqueue_one(RingSlot& s, TxQueueCounters& counters, Mbuf* m, std::ui
     }
     return Step::stop;  // ring ran dry (or broke) mid-packet
   }
-  std::uint32_t written[17];
+  std::uint32_t written[max_merged_chains];
   hdr.num_buffers = k;
   copy_to_chains(s, k, hdr, m, written);
-  for (std::uint16_t i = 0; i < k; ++i) stage_used<Packed>(s, s.chains[i], written[i]);
+  // virtio 1.2 §5.1.6.4.1: the driver must see all num_buffers chains of a packet used at once.
+  // stage_used() publishes a batch whenever it fills a group, which could be mid-packet: a Linux
+  // guest then read num_buffers, found fewer chains used ("buffers missing") and dropped the
+  // packet (rx_length_errors).
+  if constexpr (Packed) {
+    s.packed.push_used_together(s.chains, written, k);
+  } else {
+    for (std::uint16_t i = 0; i < k; ++i) s.split.push_used(s.chains[i].id, written[i]);  // published by the next flush
+  }
   used = static_cast<std::uint16_t>(used + k);
   bytes += m->pkt_len;
   return Step::sent;

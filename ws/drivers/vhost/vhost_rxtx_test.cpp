@@ -175,6 +175,61 @@ TEST_F(StashTest, LinearBufferDropsWhatDoesNotFitOneMbuf) {
   }
 }
 
+// MRG_RXBUF with a Linux guest: its mergeable RX buffers may be as small as 1518 bytes, so a
+// 64 KiB packet (a TSO packet forwarded whole from another guest) spans up to 44 chains. We used to
+// stop at 17 and drop it (too_small). All its chains come back used, with num_buffers = 44 in
+// the first, and the packet's bytes across them in order.
+TEST_F(StashTest, MergeablePacketOf64KiBIntoLinuxSizedBuffers) {
+  constexpr std::uint16_t ring_size = 64;
+  constexpr std::uint32_t buf_len = 1518, frame = 65000;
+  constexpr std::uint16_t chains = (frame + virtio::net_hdr_bytes + buf_len - 1) / buf_len;  // 43
+  virtio::test::TestMemory tm(1 << 20);
+  std::byte* bufs = tm.alloc(std::size_t{ring_size} * buf_len);
+  PackedRingPair pair(tm, ring_size);
+  auto& [ring, slot, driver_health, driver] = pair;
+  for (std::uint16_t i = 0; i < ring_size; ++i) {
+    const virtio::Buffer b{tm.guest(bufs + std::size_t{i} * buf_len), buf_len, true};
+    ASSERT_TRUE(driver.post(&b, 1, i));
+  }
+  // The packet: a chain of mbufs holding bytes 0, 1, 2, ... (mod 251).
+  Mbuf* m = nullptr;
+  std::uint32_t filled = 0;
+  while (filled < frame) {
+    Mbuf* seg = pool_->alloc();
+    ASSERT_NE(seg, nullptr);
+    const std::uint16_t n = static_cast<std::uint16_t>(std::min<std::uint32_t>(seg->tailroom(), frame - filled));
+    std::uint8_t* d = seg->append(n);
+    for (std::uint16_t k = 0; k < n; ++k) d[k] = static_cast<std::uint8_t>((filled + k) % 251);
+    filled += n;
+    if (m == nullptr) {
+      m = seg;
+    } else {
+      ASSERT_TRUE(m->chain(seg));
+    }
+  }
+  TxQueueCounters counters;
+  ASSERT_EQ((enqueue<true, true, false>(*slot, counters, &m, 1)), 1);
+  EXPECT_EQ(slot->counters.too_small.read(), 0u);
+  EXPECT_EQ(counters.errors.read(), 0u);
+  EXPECT_EQ(counters.packets.read(), 1u);
+  std::uint32_t cookies[ring_size], lens[ring_size];
+  ASSERT_EQ(driver.reclaim(cookies, lens, ring_size), chains);
+  virtio::NetHdr hdr;
+  std::memcpy(&hdr, bufs, sizeof hdr);
+  EXPECT_EQ(hdr.num_buffers, chains);
+  std::uint32_t at = 0, total = 0;
+  for (std::uint16_t c = 0; c < chains; ++c) {
+    EXPECT_EQ(cookies[c], c);
+    total += lens[c];
+    for (std::uint32_t k = c == 0 ? virtio::net_hdr_bytes : 0; k < lens[c]; ++k, ++at)
+      ASSERT_EQ(std::to_integer<std::uint8_t>(bufs[std::size_t{c} * buf_len + k]), at % 251) << "byte " << at;
+  }
+  EXPECT_EQ(total, frame + virtio::net_hdr_bytes);
+  EXPECT_EQ(at, frame);
+  EXPECT_FALSE(slot->health.broken());
+  EXPECT_FALSE(driver_health.broken());
+}
+
 // A frontend that keeps every descriptor available for both laps at once, flipping each one's
 // flags back and forth while our bursts run: we take a slot, wrap, and find it available again.
 // Without a bound, an in-order dequeue burst (one used descriptor for all its chains) or a
