@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
@@ -223,6 +224,8 @@ int main(int argc, char** argv) {
     }
     rte_lpm_free(dpdk);
   }
+  const std::string runtime_dir = rte_eal_get_runtime_dir();
   rte_eal_cleanup();
+  std::filesystem::remove_all(runtime_dir);  // DPDK leaves its sockets' directory behind
   return 0;
 }
