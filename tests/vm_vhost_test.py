@@ -312,9 +312,11 @@ class VmVhost(unittest.TestCase):
         a.wait_ready()
         c.wait_ready()
         self.transfer(a, c, "10.99.0.3", 4)
-        # The sender's kernel handed us TSO packets (more than one MTU per packet on average)...
+        # The sender's kernel handed us TSO packets: without TSO no frame exceeds 1514 bytes, so an
+        # average above that proves some did. How far above depends on how fast the receiver
+        # acknowledges (a run against DPDK's vhost averaged 1823 bytes, others over 3000)...
         tx_bytes, tx_packets = self.guest_stat(a, "tx_bytes"), self.guest_stat(a, "tx_packets")
-        self.assertGreater(tx_bytes / tx_packets, 3000, "the sender used TSO ({} B in {} packets)".format(
+        self.assertGreater(tx_bytes / tx_packets, 1514, "the sender used TSO ({} B in {} packets)".format(
             tx_bytes, tx_packets))
         # ... with partial checksums; the receiver's kernel accepted every segment.
         snmp = self.snmp(c)
