@@ -2,6 +2,7 @@
 // libFuzzer target for the vhost-user message layer: a stream of messages (each with 0-3 fds of a
 // small memfd) decoded and applied to one backend. No crash, no UB, no leaked fd or mapping, and
 // every refusal says why.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,9 +26,14 @@ int shared_memfd() {
   return fd;
 }
 
+// The entries of /proc/self/fd: three system calls, where probing each fd number with fcntl
+// took four fifths of the fuzzer's time. The directory's own fd is counted every time alike.
 int open_fds() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) std::abort();
   int n = 0;
-  for (int fd = 0; fd < 1024; ++fd) n += ::fcntl(fd, F_GETFD) != -1;
+  while (const dirent* e = ::readdir(dir)) n += e->d_name[0] != '.';
+  ::closedir(dir);
   return n;
 }
 
