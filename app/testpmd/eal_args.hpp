@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The EAL half of a dpdk-testpmd command line (everything before "--"): lcores, virtual
-// devices, memory. Same option names and meanings as DPDK's EAL.
+// The EAL half of a dpdk-testpmd command line (everything before "--"): lcores, virtual and
+// PCI devices, memory. Same option names and meanings as DPDK's EAL.
 #pragma once
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "ws/core/lcore.hpp"
 #include "ws/core/log.hpp"
 #include "ws/core/result.hpp"
+#include "ws/pci/address.hpp"
 
 namespace ws::testpmd {
 
@@ -17,6 +19,12 @@ struct EalOptions {
   std::vector<LcoreConfig> lcores;  // the first (or --main-lcore) is the main lcore
   unsigned main_lcore = 0;
   std::vector<std::string> vdevs;
+  // -a/-w "0000:00:04.0[,key=value...]": only these PCI devices (checked addresses); -b: every
+  // device but these. Neither: every device bound to uio_pci_generic that a driver takes.
+  std::vector<std::string> pci_allow;
+  std::vector<pci::Address> pci_block;
+  bool no_pci = false;
+  std::optional<IovaMode> iova_mode;  // --iova-mode; unset: pa with PCI devices, else va
   HugePolicy huge = HugePolicy::automatic;
   std::size_t memory_mb = 0;        // 0: sized from the pools
   std::string file_prefix = "rte";

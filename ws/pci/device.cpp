@@ -107,13 +107,7 @@ Result<Device> Device::open(const Address& address, std::string root) {
   std::error_code ec;
   if (!fs::exists(d.path_, ec)) {
     std::string present;
-    std::error_code ec2;
-    for (const auto& entry : fs::directory_iterator(d.root_, ec2)) {
-      if (!Address::parse(entry.path().filename().string())) continue;
-      auto vendor = read_line(entry.path().string() + "/vendor"), device = read_line(entry.path().string() + "/device");
-      present += fmt::format("{}{} ({}:{})", present.empty() ? "" : ", ", entry.path().filename().string(),
-                             vendor ? vendor->substr(2) : "?", device ? device->substr(2) : "?");
-    }
+    for (const Device& other : scan(d.root_)) present += (present.empty() ? "" : ", ") + other.describe();
     return fail("PCI device {} does not exist (no {}); devices present: {}", address.to_string(), d.path_,
                 present.empty() ? "none" : present);
   }
