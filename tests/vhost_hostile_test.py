@@ -115,7 +115,8 @@ class HostileCase(vp.PairBase):
 
     def quit(self, vhost, commands="", within_s=10):
         """Sends `commands` then quit; the backend must be gone within `within_s` seconds with its
-        pool whole. Returns its output and xstats (from `show port xstats all` when asked)."""
+        pool whole and every packet accounted for. Returns its output and xstats (from `show port
+        xstats all` when asked)."""
         t0 = time.time()
         vhost.stdin.write(commands + "quit\n")
         vhost.stdin.flush()
@@ -125,6 +126,8 @@ class HostileCase(vp.PairBase):
         s = self.summary("vhost")
         self.assertTrue(s["pool_audit_ok"], out[-2000:])
         self.assertEqual(s["mbufs_in_use_at_exit"], 0)
+        # received + generated = sent + dropped + consumed, whatever broke or stalled
+        self.assertTrue(s["accounting_exact"], out[-2000:])
         xstats = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\w+): (\d+)$", out, re.M))
         return out, xstats
 

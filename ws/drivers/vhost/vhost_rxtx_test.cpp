@@ -310,7 +310,6 @@ TEST_F(StashTest, AFrontendFlippingFlagsWhileWeRunCannotMakeUsWritePastTheRing) 
   frontend.join();
   stash.release();
   EXPECT_EQ(pool_->in_use(), 0u) << "every mbuf is back";
-  std::printf("%llu packets in, %llu out; ", (unsigned long long)rx_counters.packets.read(), (unsigned long long)tx_counters.packets.read());
   std::printf("%llu bursts, %llu ring restarts; too_many_taken: TX ring %llu, RX ring %llu\n",
               static_cast<unsigned long long>(bursts), static_cast<unsigned long long>(restarts),
               static_cast<unsigned long long>(tx.slot->health.count(virtio::QueueError::too_many_taken)),
