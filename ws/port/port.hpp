@@ -184,6 +184,10 @@ class Port {
   void publish_tx(std::uint16_t queue, Q* q) {
     tx_table_[queue] = {&tx_trampoline<Q>, q};
   }
+  // A queue made by make_rx_variant/make_tx_variant (variant.hpp): its entry() carries the
+  // burst function of its exact type.
+  void publish_rx(std::uint16_t queue, BurstEntry e) { rx_table_[queue] = e; }
+  void publish_tx(std::uint16_t queue, BurstEntry e) { tx_table_[queue] = e; }
   // Helpers for drivers summing their queues' counters.
   static void add_rx(PortStats& s, const RxQueueCounters& c);
   static void add_tx(PortStats& s, const TxQueueCounters& c);

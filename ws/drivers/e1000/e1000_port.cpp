@@ -9,6 +9,7 @@
 #include "ws/core/log.hpp"
 #include "ws/drivers/e1000/e1000_hw.hpp"
 #include "ws/drivers/e1000/e1000_rxtx.hpp"
+#include "ws/port/variant.hpp"
 
 namespace ws {
 namespace {
@@ -52,12 +53,8 @@ class E1000Port final : public Port {
                   c.rx_queues, c.tx_queues);
     // Checksum requests go to the device only when the application will make them: the plain
     // variant never looks at ol_flags.
-    if ((c.tx_offloads & tx_offload::checksums) != 0) {
-      txq_ = std::make_unique<Tx<true>>();
-    } else {
-      txq_ = std::make_unique<Tx<false>>();
-    }
     offload_ = (c.tx_offloads & tx_offload::checksums) != 0;
+    txq_ = make_tx_variant<TxCommon, Tx>(offload_);
     return {};
   }
   Result<void> setup_rx_queue(std::uint16_t q, const RxQueueConfig& c) override {
@@ -84,7 +81,7 @@ class E1000Port final : public Port {
   void do_stop() override;
   void release_mbufs() override {
     rxq_.release();
-    if (txq_) (void)txq_->release();
+    if (txq_.queue) (void)txq_->release();
   }
   LinkStatus link() const override { return read_link(bar_); }
   Result<void> set_promiscuous(bool on) override {
@@ -101,7 +98,7 @@ class E1000Port final : public Port {
     s.ierrors += rxq_.counters.errors.read() + rxq_.bad_descriptors.read();
     s.q_ipackets = {rxq_.counters.packets.read()};
     s.q_ibytes = {rxq_.counters.bytes.read()};
-    if (txq_) {
+    if (txq_.queue) {
       s.oerrors += txq_->counters.errors.read();
       s.q_opackets = {txq_->counters.packets.read()};
       s.q_obytes = {txq_->counters.bytes.read()};
@@ -117,7 +114,7 @@ class E1000Port final : public Port {
     out.push_back({"rx_q0_broken", rxq_.broken ? 1u : 0u});
     out.push_back({"rx_q0_bad_descriptors", rxq_.bad_descriptors.read()});
     out.push_back({"rx_q0_errors", rxq_.counters.errors.read()});
-    if (txq_) out.push_back({"tx_q0_ring_full", txq_->counters.full.read()});
+    if (txq_.queue) out.push_back({"tx_q0_ring_full", txq_->counters.full.read()});
     out.push_back({"tx_checksum_offload", offload_ ? 1u : 0u});
     return out;
   }
@@ -133,7 +130,7 @@ class E1000Port final : public Port {
   std::chrono::milliseconds link_wait_;
   RingMem rx_ring_, tx_ring_;
   e1000::Rx rxq_;
-  std::unique_ptr<TxCommon> txq_;
+  QueueVariant<TxCommon> txq_;
   bool offload_ = false;
   mutable std::mutex stats_mutex_;  // reading the registers clears them: one reader at a time
   mutable HwStats hw_;
@@ -204,11 +201,7 @@ Result<void> E1000Port::do_start() {
     return ok;
   }
   publish_rx(0, &rxq_);
-  if (offload_) {
-    publish_tx(0, static_cast<Tx<true>*>(txq_.get()));
-  } else {
-    publish_tx(0, static_cast<Tx<false>*>(txq_.get()));
-  }
+  publish_tx(0, txq_.entry());
   const LinkStatus l = read_link(bar_);
   log(LogLevel::info, "{}: started, link {} at {} Mb/s {}", name(), l.up ? "up" : "down", l.speed_mbps,
       l.full_duplex ? "full duplex" : "half duplex");
@@ -220,7 +213,7 @@ void E1000Port::do_stop() {
   bar_.write32(reg::tctl, tctl::psp);
   (void)bar_.read32(reg::status);  // the device has seen both before we take the rings back
   // What the device did not send is dropped with the ring: count it.
-  if (txq_) txq_->reclaim();
+  if (txq_.queue) txq_->reclaim();
 }
 
 class E1000Driver final : public Driver {
