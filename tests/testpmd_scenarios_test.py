@@ -429,7 +429,7 @@ class BadInput(TestpmdCase):
             ("bad iova mode", ["--iova-mode=dc"], ["--iova-mode", "dc", "pa", "va"]),
             ("pa without huge pages", ["--iova-mode=pa", "--no-huge"], ["--iova-mode=pa", "huge pages", "--no-huge"]),
         ]
-        supported = {("0x8086", "0x10d3")}  # the ids our PCI drivers take
+        supported = {("0x8086", "0x10d3"), ("0x1af4", "0x1041"), ("0x1af4", "0x1000")}  # our PCI drivers take
         for dev in present:
             path = os.path.join("/sys/bus/pci/devices", dev)
             with open(os.path.join(path, "vendor")) as v, open(os.path.join(path, "device")) as d:

@@ -12,6 +12,7 @@
 #include "ws/drivers/ring/ring_port.hpp"
 #include "ws/drivers/tap/tap_port.hpp"
 #include "ws/drivers/vhost/vhost_port.hpp"
+#include "ws/drivers/virtio_pci/virtio_pci_port.hpp"
 #include "ws/drivers/virtio_user/virtio_user_port.hpp"
 
 namespace ws {
@@ -28,6 +29,7 @@ void register_builtin_drivers(DriverRegistry& registry) {
   registry.add(make_vhost_driver());
   registry.add(make_virtio_user_driver());
   registry.add(make_e1000_driver());
+  registry.add(make_virtio_pci_driver());
 }
 
 }  // namespace ws
