@@ -152,8 +152,11 @@ struct VirtioRx final : RxCommon {
       const std::uint32_t len = lens[i];
       const std::uint32_t cap = m->buf_len - m->headroom_default + net_hdr_bytes;
       const bool first = !Mergeable || partial_left == 0;
+      // A device that writes past what we gave it, or less than a header, is broken: the
+      // queue stops (as for a bad used id), the process goes on.
       if ((first && len < net_hdr_bytes) || len > cap) [[unlikely]] {
         counters.errors.add(1);
+        health.report(QueueError::used_bad_length, len);
         mbuf_free(m);
         continue;
       }
@@ -167,6 +170,7 @@ struct VirtioRx final : RxCommon {
           std::memcpy(&hdr, m->buf_addr + m->headroom_default - net_hdr_bytes, sizeof hdr);
           if (hdr.num_buffers == 0) [[unlikely]] {
             counters.errors.add(1);
+            health.report(QueueError::used_bad_length, 0);
             mbuf_free(m);
             continue;
           }

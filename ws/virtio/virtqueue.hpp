@@ -65,6 +65,8 @@ enum class QueueError : std::uint8_t {
                          // (the driver made a slot we hold available again)
   used_bad_id,           // driver side: device returned an id we never posted
   used_index_jump,       // driver side: used idx moved by more than was outstanding
+  used_bad_length,       // driver side: an RX length beyond the buffer posted, shorter than the
+                         // virtio-net header, or a mergeable packet of zero buffers
   count_
 };
 inline constexpr std::size_t queue_error_count = static_cast<std::size_t>(QueueError::count_);
