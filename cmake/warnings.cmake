@@ -18,7 +18,11 @@ endif()
 # linked: with GCC's 16-byte default, two builds with identical hot instructions forwarded at
 # different rates (bench/README.md, capture_cost).
 target_compile_options(ws_flags INTERFACE -falign-functions=64)
-target_include_directories(ws_flags INTERFACE ${PROJECT_SOURCE_DIR})
+# The source root, and the build tree's include/ for generated headers (ws/version.hpp).
+target_include_directories(ws_flags INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/include)
+# The library's objects are position-independent (cmake/library.cmake): calls between its own
+# functions need not go through the PLT, and the programs in this tree link them statically.
+target_compile_options(ws_flags INTERFACE -fno-semantic-interposition)
 
 # ws_test(NAME SOURCES... LIBS ...): one GoogleTest binary registered with CTest.
 function(ws_test name)

@@ -52,10 +52,15 @@ class SeedShape(vp.PairBase):
         self.assertTrue(self.read_until(virtio, "testpmd>", timeout=30), "the frontend did not come up")
         virtio.stdin.write("start tx_first\n")
         virtio.stdin.flush()
-        for _ in range(SECONDS):
+        # One sample a second, each asked once the last was answered: the prompt shares its CPU
+        # with four busy lcores, and requests queued behind each other would be answered together.
+        samples = []
+        for k in range(SECONDS):
             time.sleep(1)
             vhost.stdin.write("show port stats 0\n")
             vhost.stdin.flush()
+            self.assertTrue(self.read_until(vhost, "RX-missed", count=k + 1, timeout=30), "no answer at the prompt")
+            samples.append(port_rx(self.early[vhost.pid])[-1])
         virtio.stdin.write("stop\nquit\n")  # the frontend stops first: the backend drains nothing more
         virtio.stdin.flush()
         vout = self.finish(virtio, timeout=60)
@@ -64,12 +69,9 @@ class SeedShape(vp.PairBase):
         hout = self.finish(vhost, timeout=60)
         self.assertEqual(vhost.returncode, 0, hout[-3000:])
         self.assertEqual(virtio.returncode, 0, vout[-3000:])
-        samples = port_rx(hout)
-        self.assertGreaterEqual(len(samples), SECONDS, hout[-3000:])
-        # No stall: packets arrived in each of the last two seconds of the run.
-        last = samples[SECONDS - 1] - samples[SECONDS - 3], samples[SECONDS - 1] - samples[SECONDS - 2]
-        self.assertTrue(all(d > 0 for d in last), "traffic stopped: vhost RX per second {}\n{}".format(
-            [b - a for a, b in zip([0] + samples, samples)], hout[-3000:]))
+        # No stall: packets still arrived in the last two samples' interval (at least 2 s).
+        self.assertGreater(samples[-1], samples[-3], "traffic stopped: vhost RX at each sample {}\n{}".format(
+            samples, hout[-3000:]))
         for q in range(QUEUES):
             self.assertRegex(hout, r"rx_q{}_packets: [1-9]".format(q), "queue {} never received".format(q))
         self.assertNotRegex(hout, r"_broken: 1", hout[-3000:])

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// parse_eal_args and parse_app_args: dpdk-testpmd's option names, both value forms, its
-// defaults, and errors that name the option, the value and what is accepted.
+// parse_app_args: dpdk-testpmd's option names, both value forms, its defaults, and errors that
+// name the option, the value and what is accepted (the EAL part: ws/eal/eal_args_test.cpp).
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
@@ -11,20 +11,11 @@
 
 #include "app/testpmd/app_args.hpp"
 #include "app/testpmd/fwd/engine.hpp"
-#include "app/testpmd/eal_args.hpp"
-#include "ws/testing/require.hpp"
 
 namespace ws::testpmd {
 namespace {
 
 std::vector<std::string> argv(std::initializer_list<const char*> words) { return {words.begin(), words.end()}; }
-
-EalOptions eal_ok(std::initializer_list<const char*> words) {
-  const auto args = argv(words);
-  auto r = parse_eal_args(args);
-  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
-  return r ? *r : EalOptions{};
-}
 
 AppOptions app_ok(std::initializer_list<const char*> words) {
   const auto args = argv(words);
@@ -34,11 +25,6 @@ AppOptions app_ok(std::initializer_list<const char*> words) {
 }
 
 // The error text for args that must be refused.
-std::string eal_error(const std::vector<std::string>& args) {
-  auto r = parse_eal_args(args);
-  EXPECT_FALSE(r.has_value()) << "accepted: " << fmt::format("{}", fmt::join(args, " "));
-  return r ? std::string() : r.error().message;
-}
 std::string app_error(const std::vector<std::string>& args) {
   auto r = parse_app_args(args);
   EXPECT_FALSE(r.has_value()) << "accepted: " << fmt::format("{}", fmt::join(args, " "));
@@ -47,240 +33,6 @@ std::string app_error(const std::vector<std::string>& args) {
 
 #define EXPECT_HAS(text, needle) \
   EXPECT_NE(std::string(text).find(needle), std::string::npos) << "'" << (text) << "' lacks '" << (needle) << "'"
-
-bool have_cpus(unsigned n) { return available_cpus().size() >= n && available_cpus()[n - 1] == n - 1; }
-
-std::vector<unsigned> ids(const EalOptions& o) {
-  std::vector<unsigned> out;
-  for (const auto& l : o.lcores) out.push_back(l.id);
-  return out;
-}
-
-// ---------------------------------------------------------------- EAL: lcores
-
-TEST(EalArgs, LcoreListRangesAndSingles) {
-  WS_REQUIRE(have_cpus(2), "needs CPUs 0 and 1");
-  const EalOptions o = eal_ok({"-l", "0-1"});
-  EXPECT_EQ(ids(o), (std::vector<unsigned>{0, 1}));
-  EXPECT_EQ(o.lcores[0].cpus, std::vector<unsigned>{0});
-  EXPECT_EQ(o.lcores[1].cpus, std::vector<unsigned>{1});
-  EXPECT_EQ(o.main_lcore, 0u);
-  EXPECT_EQ(ids(eal_ok({"-l", "0,1"})), (std::vector<unsigned>{0, 1}));
-  EXPECT_EQ(ids(eal_ok({"-l=1"})), std::vector<unsigned>{1});
-  EXPECT_EQ(ids(eal_ok({"-l0-1"})), (std::vector<unsigned>{0, 1}));  // glued, as getopt allows
-  EXPECT_EQ(eal_ok({"-l", "1"}).main_lcore, 1u);
-}
-
-TEST(EalArgs, LcoreMapPutsSeveralLcoresOnOneCpu) {
-  const EalOptions o = eal_ok({"--lcores", "0@0,1@0"});
-  ASSERT_EQ(ids(o), (std::vector<unsigned>{0, 1}));
-  EXPECT_EQ(o.lcores[0].cpus, std::vector<unsigned>{0});
-  EXPECT_EQ(o.lcores[1].cpus, std::vector<unsigned>{0});
-  // Lcore ids beyond the CPUs are fine when mapped onto CPUs that exist.
-  const EalOptions big = eal_ok({"--lcores=0@0,7@0,(8-9)@0"});
-  EXPECT_EQ(ids(big), (std::vector<unsigned>{0, 7, 8, 9}));
-  for (const auto& l : big.lcores) EXPECT_EQ(l.cpus, std::vector<unsigned>{0});
-  if (have_cpus(2)) {
-    const EalOptions m = eal_ok({"--lcores", "0@0,1@0,2@1"});
-    EXPECT_EQ(ids(m), (std::vector<unsigned>{0, 1, 2}));
-    EXPECT_EQ(m.lcores[2].cpus, std::vector<unsigned>{1});
-    EXPECT_EQ(eal_ok({"--lcores", "(0-1)@(0-1)"}).lcores[1].cpus, (std::vector<unsigned>{0, 1}));
-  }
-}
-
-TEST(EalArgs, CoreMask) {
-  EXPECT_EQ(ids(eal_ok({"-c", "0x1"})), std::vector<unsigned>{0});
-  EXPECT_EQ(ids(eal_ok({"-c", "1"})), std::vector<unsigned>{0});
-  if (have_cpus(2)) {
-    EXPECT_EQ(ids(eal_ok({"-c", "0x3"})), (std::vector<unsigned>{0, 1}));
-  }
-  const std::string e = eal_error({"-c", "0x0"});
-  EXPECT_HAS(e, "-c");
-  EXPECT_HAS(e, "0x3");
-  EXPECT_HAS(eal_error({"-c", "zz"}), "hexadecimal");
-}
-
-TEST(EalArgs, DefaultLcoresAreEveryAvailableCpu) {
-  const EalOptions o = eal_ok({"--vdev", "net_null0"});
-  EXPECT_EQ(ids(o), available_cpus());
-  EXPECT_EQ(o.main_lcore, available_cpus().front());
-}
-
-TEST(EalArgs, MainLcore) {
-  WS_REQUIRE(have_cpus(2), "needs CPUs 0 and 1");
-  EXPECT_EQ(eal_ok({"-l", "0-1", "--main-lcore", "1"}).main_lcore, 1u);
-  EXPECT_EQ(eal_ok({"-l", "0-1", "--main-lcore=1"}).main_lcore, 1u);
-  const std::string e = eal_error(argv({"-l", "0-1", "--main-lcore", "5"}));
-  EXPECT_HAS(e, "--main-lcore");
-  EXPECT_HAS(e, "5");
-}
-
-TEST(EalArgs, LcoreListNamingAMissingCpuPointsToLcores) {
-  const unsigned missing = available_cpus().back() + 1;
-  WS_REQUIRE(missing < max_lcores, "a CPU-less lcore id, but every lcore id is a CPU here");
-  const std::string list = fmt::format("0-{}", missing);
-  const std::string e = eal_error({"-l", list});
-  EXPECT_HAS(e, "-l");
-  EXPECT_HAS(e, list);
-  EXPECT_HAS(e, fmt::format("CPU {}", missing));
-  EXPECT_HAS(e, "available");
-  EXPECT_HAS(e, "--lcores");
-  if (available_cpus().size() < 64) {
-    const std::string e63 = eal_error(argv({"-l", "0-63"}));
-    EXPECT_HAS(e63, "'0-63'");
-    EXPECT_HAS(e63, "--lcores '0@0,1@0'");
-  }
-  // The same in a mask and in a --lcores map (there the CPU itself must exist).
-  EXPECT_HAS(eal_error({"-c", fmt::format("{:#x}", 1ull << missing % 64)}), "--lcores");
-  const std::string m = eal_error({"--lcores", fmt::format("0@{}", missing)});
-  EXPECT_HAS(m, "--lcores");
-  EXPECT_HAS(m, fmt::format("CPU {}", missing));
-}
-
-TEST(EalArgs, BadLcoreSyntax) {
-  EXPECT_HAS(eal_error(argv({"-l", "a-b"})), "not a number");
-  EXPECT_HAS(eal_error(argv({"-l", "1-0"})), "backwards");
-  EXPECT_HAS(eal_error(argv({"-l", "0-500"})), "maximum lcore id");
-  EXPECT_HAS(eal_error(argv({"--lcores", "(0@0"})), "unbalanced");
-  EXPECT_HAS(eal_error(argv({"-l", "0,0"})), "twice");
-  const std::string twice = eal_error(argv({"-l", "0", "--lcores", "0@0"}));
-  EXPECT_HAS(twice, "-l");
-  EXPECT_HAS(twice, "--lcores");
-}
-
-// ---------------------------------------------------------------- EAL: devices, memory, logs
-
-TEST(EalArgs, VdevRepeatsInOrderInBothForms) {
-  const EalOptions o = eal_ok({"--vdev", "net_null0,size=128", "--vdev=net_ring0", "--vdev", "net_ring1,peer=net_ring0"});
-  EXPECT_EQ(o.vdevs, (std::vector<std::string>{"net_null0,size=128", "net_ring0", "net_ring1,peer=net_ring0"}));
-  // The value keeps its own '=' signs.
-  EXPECT_EQ(eal_ok({"--vdev=virtio_user0,path=/tmp/vhost0,queues=4"}).vdevs,
-            std::vector<std::string>{"virtio_user0,path=/tmp/vhost0,queues=4"});
-}
-
-TEST(EalArgs, MemoryOptions) {
-  const EalOptions d = eal_ok({});
-  EXPECT_EQ(d.huge, HugePolicy::automatic);
-  EXPECT_EQ(d.memory_mb, 0u);
-  EXPECT_EQ(d.file_prefix, "rte");
-  EXPECT_EQ(d.log_level, LogLevel::notice);
-  EXPECT_TRUE(d.vdevs.empty());
-
-  EXPECT_EQ(eal_ok({"--no-huge"}).huge, HugePolicy::never);
-  EXPECT_EQ(eal_ok({"-m", "512"}).memory_mb, 512u);
-  EXPECT_EQ(eal_ok({"-m=256"}).memory_mb, 256u);
-  EXPECT_EQ(eal_ok({"-m64"}).memory_mb, 64u);
-  EXPECT_EQ(eal_ok({"--socket-mem", "1024,0"}).memory_mb, 1024u);
-  EXPECT_EQ(eal_ok({"--socket-mem=512,512"}).memory_mb, 1024u);
-  EXPECT_EQ(eal_ok({"--socket-mem", "2048"}).memory_mb, 2048u);
-
-  std::string e = eal_error(argv({"-m", "lots"}));
-  EXPECT_HAS(e, "-m");
-  EXPECT_HAS(e, "lots");
-  EXPECT_HAS(e, "megabytes");
-  e = eal_error(argv({"--socket-mem", "1024,x"}));
-  EXPECT_HAS(e, "--socket-mem");
-  EXPECT_HAS(e, "megabytes");
-}
-
-TEST(EalArgs, FilePrefix) {
-  EXPECT_EQ(eal_ok({"--file-prefix=vhost"}).file_prefix, "vhost");
-  EXPECT_EQ(eal_ok({"--file-prefix", "virtio-user"}).file_prefix, "virtio-user");
-  const std::string e = eal_error(argv({"--file-prefix", "a/b"}));
-  EXPECT_HAS(e, "--file-prefix");
-  EXPECT_HAS(e, "without '/'");
-  EXPECT_HAS(eal_error(argv({"--file-prefix="})), "non-empty");
-}
-
-TEST(EalArgs, LogLevelNamesNumbersAndPatterns) {
-  EXPECT_EQ(eal_ok({"--log-level", "debug"}).log_level, LogLevel::debug);
-  EXPECT_EQ(eal_ok({"--log-level=info"}).log_level, LogLevel::info);
-  EXPECT_EQ(eal_ok({"--log-level=error"}).log_level, LogLevel::err);
-  EXPECT_EQ(eal_ok({"--log-level", "8"}).log_level, LogLevel::debug);
-  EXPECT_EQ(eal_ok({"--log-level", "1"}).log_level, LogLevel::emerg);
-  EXPECT_EQ(eal_ok({"--log-level", "pmd.net.*:8"}).log_level, LogLevel::debug);
-  EXPECT_EQ(eal_ok({"--log-level=lib.eal:warning"}).log_level, LogLevel::warning);
-  for (const char* bad : {"loud", "9", "0", "pmd.net.*:", "pmd.net.*:99"}) {
-    const std::string e = eal_error(argv({"--log-level", bad}));
-    EXPECT_HAS(e, "--log-level");
-    EXPECT_HAS(e, bad);
-    EXPECT_HAS(e, "1-8");
-    EXPECT_HAS(e, "debug");
-  }
-}
-
-TEST(EalArgs, CompatibilityFlagsAreAccepted) {
-  const EalOptions o = eal_ok({"--no-pci", "--single-file-segments", "-n", "4", "--in-memory", "--huge-dir",
-                               "/dev/hugepages", "--iova-mode=va", "--proc-type", "primary", "--no-telemetry",
-                               "--vdev", "net_null0"});
-  // Value-taking compat flags consume their value, so what follows still parses.
-  EXPECT_EQ(o.vdevs, std::vector<std::string>{"net_null0"});
-  EXPECT_EQ(eal_ok({"-n=4", "--vdev=net_null0"}).vdevs, std::vector<std::string>{"net_null0"});
-}
-
-TEST(EalArgs, ScenarioCommandLinesParse) {
-  // The virtio side of the vhost/virtio-user pair (docs/scenarios.md) on a 2-core machine.
-  const EalOptions o = eal_ok({"--lcores", "0@0,1@0", "--socket-mem", "1024,0", "--single-file-segments",
-                               "--file-prefix=virtio-user", "--vdev=virtio_user0,path=/tmp/vhost0,queues=4,in_order=1,packed_vq=1"});
-  EXPECT_EQ(o.lcores.size(), 2u);
-  EXPECT_EQ(o.memory_mb, 1024u);
-  EXPECT_EQ(o.file_prefix, "virtio-user");
-  ASSERT_EQ(o.vdevs.size(), 1u);
-}
-
-// ---------------------------------------------------------------- EAL: PCI devices
-
-TEST(EalArgs, PciAllowListKeepsDevargsAndAcceptsDpdksForms) {
-  const EalOptions o = eal_ok({"-a", "0000:00:04.0,rxd=512", "-w", "00:05.0", "--allow=0000:00:06.1", "-a0000:00:07.0",
-                               "--iova-mode", "pa", "--vdev", "net_null0"});
-  EXPECT_EQ(o.pci_allow,
-            (std::vector<std::string>{"0000:00:04.0,rxd=512", "00:05.0", "0000:00:06.1", "0000:00:07.0"}));
-  EXPECT_EQ(o.iova_mode, IovaMode::pa);
-  EXPECT_EQ(o.vdevs, std::vector<std::string>{"net_null0"});
-  const EalOptions b = eal_ok({"-b", "0000:00:03.0", "--block=0000:00:04.0", "--iova-mode=va"});
-  ASSERT_EQ(b.pci_block.size(), 2u);
-  EXPECT_EQ(b.pci_block[1].to_string(), "0000:00:04.0");
-  EXPECT_EQ(b.iova_mode, IovaMode::va);
-  EXPECT_TRUE(eal_ok({"--no-pci"}).no_pci);
-  EXPECT_FALSE(eal_ok({}).iova_mode.has_value());
-}
-
-TEST(EalArgs, BadPciAddressesAreRefusedWithTheForm) {
-  for (const char* bad : {"0000:00:04", "0000:00:4.0", "0000:00:20.0", "zz:00.0", "net_null0", "0000:00:04.0x"}) {
-    const std::string e = eal_error(argv({"-a", bad}));
-    EXPECT_HAS(e, "-a");
-    EXPECT_HAS(e, bad);
-    EXPECT_HAS(e, "0000:00:04.0");  // the expected form
-    EXPECT_HAS(eal_error(argv({"-b", bad})), "-b");
-  }
-  EXPECT_HAS(eal_error(argv({"--iova-mode", "dc"})), "pa");
-  EXPECT_HAS(eal_error(argv({"-a", "0000:00:04.0", "-b", "0000:00:05.0"})), "cannot be used together");
-  EXPECT_HAS(eal_error(argv({"--no-pci", "-a", "0000:00:04.0"})), "--no-pci");
-}
-
-// ---------------------------------------------------------------- EAL: errors
-
-TEST(EalArgs, UnknownOptionIsRefusedWithTheAcceptedOnes) {
-  for (const char* bad : {"--bogus", "--vfio-intr=legacy", "-d", "--base-virtaddr=0x1000"}) {
-    const std::string e = eal_error(argv({bad}));
-    EXPECT_HAS(e, std::string("'") + bad + "'");
-    EXPECT_HAS(e, "EAL");
-    EXPECT_HAS(e, "--lcores");
-    EXPECT_HAS(e, "--vdev");
-    EXPECT_HAS(e, "--no-huge");
-  }
-  // A stray positional argument (e.g. a forgotten "--") is refused too.
-  EXPECT_HAS(eal_error(argv({"--vdev", "net_null0", "--forward-mode=io"})), "--forward-mode");
-}
-
-TEST(EalArgs, MissingValueNamesTheOption) {
-  for (const char* opt : {"-l", "--lcores", "-c", "--vdev", "-m", "--socket-mem", "--file-prefix", "--log-level",
-                          "--main-lcore", "-n", "-a", "-w", "-b", "--iova-mode"}) {
-    const std::string e = eal_error(argv({"--no-huge", opt}));
-    EXPECT_HAS(e, opt);
-    EXPECT_HAS(e, "needs a value");
-  }
-}
 
 // ---------------------------------------------------------------- application options
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "app/testpmd/app_args.hpp"
-#include "app/testpmd/eal_args.hpp"
+#include "ws/eal/eal_args.hpp"
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/core/arena.hpp"
 #include "ws/core/mbuf.hpp"

@@ -8,6 +8,7 @@
 
 namespace ws {
 
+/// Copies n elements from src to dst (which must not overlap), inline.
 template <class T>
   requires std::is_trivially_copyable_v<T>
 inline void copy_burst(T* dst, const T* src, std::uint32_t n) noexcept {

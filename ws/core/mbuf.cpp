@@ -112,6 +112,11 @@ bool Mbuf::chain(Mbuf* tail) noexcept {
   return true;
 }
 
+std::size_t PktmbufPool::memory_bytes(const Options& o) noexcept {
+  const std::size_t object = (sizeof(Mbuf) + o.priv_bytes + o.data_room_bytes + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
+  return std::size_t{o.count} * object + cache_line_bytes;  // + the pool's alignment in the arena
+}
+
 Result<std::unique_ptr<PktmbufPool>> PktmbufPool::create(Arena& arena, const Options& o) {
   if (o.data_room_bytes < mbuf_default_headroom)
     return fail("mbuf pool '{}': data room {} is smaller than the headroom {}", o.name, o.data_room_bytes,

@@ -15,23 +15,26 @@
 
 namespace ws {
 
+/// The largest per-lcore cache a pool may have.
 inline constexpr std::uint32_t mempool_cache_max = 512;
 
+/// What Mempool::create makes.
 struct MempoolOptions {
-  std::string name = "pool";
-  std::uint32_t count = 0;        // objects
-  std::uint32_t object_bytes = 0; // rounded up to a cache line
-  std::uint32_t cache_size = 250; // per lcore, <= mempool_cache_max; 0 disables the cache
+  std::string name = "pool";      ///< Names the pool in errors.
+  std::uint32_t count = 0;        ///< objects
+  std::uint32_t object_bytes = 0; ///< rounded up to a cache line
+  std::uint32_t cache_size = 250; ///< per lcore, <= mempool_cache_max; 0 disables the cache
 };
 
+/// A fixed number of fixed-size objects with per-lcore caches (as rte_mempool).
 class Mempool {
  public:
-  // Creates the pool; `init` runs once per object (control path) before it is first handed out.
+  /// Creates the pool; `init` runs once per object (control path) before it is first handed out.
   static Result<std::unique_ptr<Mempool>> create(Arena& arena, const MempoolOptions& options,
                                                  const std::function<void(void*, std::uint32_t index)>& init = {});
 
-  // Get exactly out.size() objects or none; true on success. Lock-free; an lcore uses its own
-  // cache, other threads go to the ring directly.
+  /// Get exactly out.size() objects or none; true on success. Lock-free; an lcore uses its own
+  /// cache, other threads go to the ring directly.
   [[gnu::hot]] bool get_bulk(std::span<void*> out) noexcept {
     const unsigned lcore = lcore_id();
     const auto n = static_cast<std::uint32_t>(out.size());
@@ -59,7 +62,7 @@ class Mempool {
     return true;
   }
 
-  // Return objects to the pool. Lock-free; same cache rules as get_bulk.
+  /// Return objects to the pool. Lock-free; same cache rules as get_bulk.
   [[gnu::hot]] void put_bulk(std::span<void* const> objs) noexcept {
     const unsigned lcore = lcore_id();
     const auto n = static_cast<std::uint32_t>(objs.size());
@@ -77,28 +80,30 @@ class Mempool {
     c.len += n;
   }
 
+  /// One object, or nullptr when the pool is empty.
   void* get() noexcept {
     void* obj = nullptr;
     return get_bulk(std::span<void*>(&obj, 1)) ? obj : nullptr;
   }
+  /// Returns one object.
   void put(void* obj) noexcept { put_bulk(std::span<void* const>(&obj, 1)); }
 
-  // Objects handed out and not returned. Exact only when no lcore is using the pool.
+  /// Objects handed out and not returned. Exact only when no lcore is using the pool.
   std::uint32_t in_use() const noexcept;
-  // Objects available (ring plus caches). Same caveat.
+  /// Objects available (ring plus caches). Same caveat.
   std::uint32_t available() const noexcept { return count_ - in_use(); }
-  // Move every lcore's cached objects back to the ring (control path, pool quiescent).
+  /// Move every lcore's cached objects back to the ring (control path, pool quiescent).
   void flush_caches() noexcept;
 
-  std::uint32_t count() const { return count_; }
-  std::uint32_t object_bytes() const { return object_bytes_; }
-  std::uint32_t cache_size() const { return cache_size_; }
-  const std::string& name() const { return name_; }
-  // True when `p` points at the start of one of this pool's objects.
+  std::uint32_t count() const { return count_; }                ///< Objects in the pool.
+  std::uint32_t object_bytes() const { return object_bytes_; }  ///< Object size, a multiple of a cache line.
+  std::uint32_t cache_size() const { return cache_size_; }      ///< Per-lcore cache size.
+  const std::string& name() const { return name_; }             ///< The name given at creation.
+  /// True when `p` points at the start of one of this pool's objects.
   bool owns(const void* p) const noexcept;
-  // The object with index i (0 <= i < count). Objects sit back to back, except in an arena
-  // whose IOVAs are contiguous only within a page: there no object crosses a page boundary, so
-  // a device sees each buffer whole (per_page_ objects, then the next page).
+  /// The object with index i (0 <= i < count). Objects sit back to back, except in an arena
+  /// whose IOVAs are contiguous only within a page: there no object crosses a page boundary, so
+  /// a device sees each buffer whole (per_page_ objects, then the next page).
   void* object(std::uint32_t i) const noexcept {
     return base_ + std::size_t{i / per_page_} * page_bytes_ + std::size_t{i % per_page_} * object_bytes_;
   }

@@ -22,39 +22,49 @@
 
 namespace ws {
 
-enum class Sync : std::uint8_t { single, multi };
-
-struct RingOptions {
-  std::uint32_t size = 1024;  // power of two, >= 2
-  Sync producer = Sync::multi;
-  Sync consumer = Sync::multi;
+/// How many threads may use one side of a ring at once.
+enum class Sync : std::uint8_t {
+  single,  ///< One thread at a time (cheaper).
+  multi,   ///< Any number of threads.
 };
 
+/// What Ring::create makes.
+struct RingOptions {
+  std::uint32_t size = 1024;  ///< power of two, >= 2
+  Sync producer = Sync::multi;  ///< Who enqueues.
+  Sync consumer = Sync::multi;  ///< Who dequeues.
+};
+
+/// The largest ring size.
 inline constexpr std::uint32_t ring_size_max = 1u << 28;
 
+/// A bounded lock-free FIFO of trivially copyable elements (as rte_ring).
 template <class T>
   requires std::is_trivially_copyable_v<T>
 class Ring {
  public:
+  /// A ring holding exactly options.size elements; an error names a bad size.
   static Result<std::unique_ptr<Ring>> create(std::string_view name, const RingOptions& options) {
     if (options.size < 2 || options.size > ring_size_max || !std::has_single_bit(options.size))
       return fail("ring '{}': size {} must be a power of two between 2 and {}", name, options.size, ring_size_max);
     return std::unique_ptr<Ring>(new Ring(options));
   }
 
-  // Enqueue up to objs.size() elements; returns how many. Thread-safe per the producer Sync.
+  /// Enqueue up to objs.size() elements; returns how many. Thread-safe per the producer Sync.
   std::uint32_t enqueue_burst(std::span<const T> objs) noexcept { return enqueue(objs, false); }
-  // Enqueue all of objs or nothing; returns objs.size() or 0.
+  /// Enqueue all of objs or nothing; returns objs.size() or 0.
   std::uint32_t enqueue_bulk(std::span<const T> objs) noexcept { return enqueue(objs, true); }
+  /// Enqueue one element; false when full.
   bool enqueue(const T& obj) noexcept { return enqueue(std::span<const T>(&obj, 1), true) == 1; }
 
-  // Dequeue up to out.size() elements; returns how many. Thread-safe per the consumer Sync.
+  /// Dequeue up to out.size() elements; returns how many. Thread-safe per the consumer Sync.
   std::uint32_t dequeue_burst(std::span<T> out) noexcept { return dequeue(out, false); }
-  // Dequeue exactly out.size() elements or nothing.
+  /// Dequeue exactly out.size() elements or nothing.
   std::uint32_t dequeue_bulk(std::span<T> out) noexcept { return dequeue(out, true); }
+  /// Dequeue one element; false when empty.
   bool dequeue(T& obj) noexcept { return dequeue(std::span<T>(&obj, 1), true) == 1; }
 
-  // Elements in the ring at some instant; exact only when no side is moving.
+  /// Elements in the ring at some instant; exact only when no side is moving.
   std::uint32_t count() const noexcept {
     // acquire: pairs with the release stores of the tails, as the sides themselves do. The
     // consumer tail is read first: the producer tail read after it is at least as far, so the
@@ -63,9 +73,9 @@ class Ring {
     const std::uint32_t prod_tail = prod_.tail.load(std::memory_order_acquire);
     return std::min(prod_tail - cons_tail, capacity_);
   }
-  std::uint32_t free_count() const noexcept { return capacity_ - count(); }
-  std::uint32_t capacity() const noexcept { return capacity_; }
-  bool empty() const noexcept { return count() == 0; }
+  std::uint32_t free_count() const noexcept { return capacity_ - count(); }  ///< Free slots (same caveat).
+  std::uint32_t capacity() const noexcept { return capacity_; }             ///< Elements it holds when full.
+  bool empty() const noexcept { return count() == 0; }                      ///< count() == 0.
 
  private:
   struct alignas(cache_line_bytes) HeadTail {

@@ -5,6 +5,8 @@
 
 namespace ws {
 
+/// Adds every driver this build has (net_null, net_ring, net_pcap, net_af_packet, net_tap,
+/// net_af_xdp when built, net_vhost, net_virtio_user) to `registry`.
 void register_builtin_drivers(DriverRegistry& registry);
 
 }  // namespace ws

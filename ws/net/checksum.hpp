@@ -17,29 +17,31 @@
 
 namespace ws {
 
-// Fold a 32-bit (or wider) one's-complement accumulator to 16 bits. x + rotl(x, half) carries
-// the low half's overflow into the high half, so the high half is the end-around-carry sum of
-// both halves: two such steps (64 -> 32 -> 16 bits) give exactly RFC 1071's fold (0 only for 0)
-// in six instructions.
+/// Fold a 32-bit (or wider) one's-complement accumulator to 16 bits. x + rotl(x, half) carries
+/// the low half's overflow into the high half, so the high half is the end-around-carry sum of
+/// both halves: two such steps (64 -> 32 -> 16 bits) give exactly RFC 1071's fold (0 only for 0)
+/// in six instructions.
 constexpr std::uint16_t fold_sum(std::uint64_t sum) noexcept {
   const std::uint32_t s32 = static_cast<std::uint32_t>((sum + std::rotl(sum, 32)) >> 32);
   return static_cast<std::uint16_t>((s32 + std::rotl(s32, 16)) >> 16);
 }
 
-// Sum of `len` bytes as native-order 16-bit words (odd tail padded with zero), plus `sum`,
-// not folded. The reference: simple, obviously right, slow.
+/// Sum of `len` bytes as native-order 16-bit words (odd tail padded with zero), plus `sum`,
+/// not folded. The reference: simple, obviously right, slow.
 std::uint32_t raw_sum_scalar(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept;
-// The same, vectorised; callable only when the CPU has the instruction set.
+/// The same, vectorised; callable only when the CPU has the instruction set.
 std::uint32_t raw_sum_avx2(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept;
+/// The same with AVX-512BW; callable only when the CPU has it.
 std::uint32_t raw_sum_avx512(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept;
 
+/// A raw_sum implementation.
 using RawSumFn = std::uint32_t (*)(const void*, std::size_t, std::uint32_t) noexcept;
-// Chosen once when the library loads; never changes afterwards.
+/// Chosen once when the library loads; never changes afterwards.
 extern const RawSumFn raw_sum_best;
-// Name of the chosen implementation ("avx512", "avx2", "scalar").
+/// Name of the chosen implementation ("avx512", "avx2", "scalar").
 const char* raw_sum_impl_name() noexcept;
 
-// Short buffers (headers) stay inline: a call through a pointer costs more than the sum.
+/// Short buffers (headers) stay inline: a call through a pointer costs more than the sum.
 inline std::uint32_t raw_sum(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept {
   if (len > 64) return raw_sum_best(data, len, sum);
   const auto* p = static_cast<const std::uint8_t*>(data);
@@ -114,8 +116,8 @@ inline std::uint32_t raw_sum(const void* data, std::size_t len, std::uint32_t su
   return fold_sum(a + b);
 }
 
-// Sum of an option-less IPv4 header (20 bytes) as 32-bit words, unfolded: straight-line loads
-// and adds, no loop or length branch -- the common case of every per-packet header checksum.
+/// Sum of an option-less IPv4 header (20 bytes) as 32-bit words, unfolded: straight-line loads
+/// and adds, no loop or length branch -- the common case of every per-packet header checksum.
 inline std::uint64_t ipv4_hdr_sum20(const void* hdr) noexcept {
   const auto* p = static_cast<const std::uint8_t*>(hdr);
   // Loaded straight into registers (an array would be copied through the stack first).
@@ -126,28 +128,29 @@ inline std::uint64_t ipv4_hdr_sum20(const void* hdr) noexcept {
   std::memcpy(&c, p + 16, 4);
   return (a & 0xffffffff) + (a >> 32) + (b & 0xffffffff) + (b >> 32) + c;
 }
-// Sum of an IPv4 header of `len` (= ihl * 4) bytes, unfolded.
+/// Sum of an IPv4 header of `len` (= ihl * 4) bytes, unfolded.
 inline std::uint64_t ipv4_hdr_sum(const void* hdr, std::size_t len) noexcept {
   return len == sizeof(Ipv4Hdr) ? ipv4_hdr_sum20(hdr) : raw_sum(hdr, len);
 }
 
-// IPv4 header checksum over ihl*4 bytes with the checksum field counted as zero (RFC 791).
-// The value to store (already in network byte order in memory). The sum runs over the stored
-// field and takes it out afterwards: zeroing it first would make the loads wait on a 2-byte store.
+/// IPv4 header checksum over ihl*4 bytes with the checksum field counted as zero (RFC 791).
+/// The value to store (already in network byte order in memory). The sum runs over the stored
+/// field and takes it out afterwards: zeroing it first would make the loads wait on a 2-byte store.
 inline std::uint16_t ipv4_cksum(const Ipv4Hdr& ip) noexcept {
   const std::size_t len = static_cast<std::size_t>(ip.version_ihl & 0x0f) * 4;
   const std::uint64_t s = ipv4_hdr_sum(&ip, len) + 0xffffu - ip.hdr_checksum;
   return static_cast<std::uint16_t>(~fold_sum(s));
 }
 
-// Pseudo-header sums (RFC 768 / RFC 9293 §3.1 for IPv4, RFC 8200 §8.1 for IPv6); l4_len is the
-// L4 header plus payload in bytes.
+/// Pseudo-header sums (RFC 768 / RFC 9293 §3.1 for IPv4, RFC 8200 §8.1 for IPv6); l4_len is the
+/// L4 header plus payload in bytes.
 inline std::uint32_t ipv4_pseudo_sum(const Ipv4Hdr& ip, std::uint32_t l4_len) noexcept {
   std::uint64_t s = static_cast<std::uint64_t>(ip.src_addr_be & 0xffff) + (ip.src_addr_be >> 16) +
                     (ip.dst_addr_be & 0xffff) + (ip.dst_addr_be >> 16);
   s += to_be16(static_cast<std::uint16_t>(ip.next_proto_id)) + to_be16(static_cast<std::uint16_t>(l4_len));
   return fold_sum(s);
 }
+/// The IPv6 pseudo-header sum for an upper-layer packet of `l4_len` bytes and protocol `proto`.
 inline std::uint32_t ipv6_pseudo_sum(const Ipv6Hdr& ip, std::uint32_t l4_len, std::uint8_t proto) noexcept {
   std::uint64_t s = raw_sum(ip.src_addr, 32);
   s += to_be32(l4_len) & 0xffff;
@@ -156,14 +159,15 @@ inline std::uint32_t ipv6_pseudo_sum(const Ipv6Hdr& ip, std::uint32_t l4_len, st
   return fold_sum(s);
 }
 
-// Checksum to store in a TCP/UDP header whose bytes (header + payload, `l4_len` of them,
-// contiguous) start at `l4`, the checksum field being counted as zero by the caller setting it 0
-// first. UDP's zero result is sent as 0xffff (RFC 768).
+/// Checksum to store in a TCP/UDP header whose bytes (header + payload, `l4_len` of them,
+/// contiguous) start at `l4`, the checksum field being counted as zero by the caller setting it 0
+/// first. UDP's zero result is sent as 0xffff (RFC 768).
 inline std::uint16_t ipv4_l4_cksum(const Ipv4Hdr& ip, const void* l4, std::uint32_t l4_len) noexcept {
   const std::uint16_t c =
       static_cast<std::uint16_t>(~fold_sum(std::uint64_t{raw_sum(l4, l4_len)} + ipv4_pseudo_sum(ip, l4_len)));
   return (c == 0 && ip.next_proto_id == ip_proto_udp) ? 0xffff : c;
 }
+/// As ipv4_l4_cksum, over IPv6 (RFC 8200 §8.1); `proto` is the upper-layer protocol.
 inline std::uint16_t ipv6_l4_cksum(const Ipv6Hdr& ip, const void* l4, std::uint32_t l4_len,
                                    std::uint8_t proto) noexcept {
   const std::uint16_t c =
@@ -171,36 +175,39 @@ inline std::uint16_t ipv6_l4_cksum(const Ipv6Hdr& ip, const void* l4, std::uint3
   return (c == 0 && proto == ip_proto_udp) ? 0xffff : c;
 }
 
-// RFC 1624 eqn. 3: the new checksum HC' = ~(~HC + ~m + m') after a 16-bit field changes from
-// old_be to new_be (all in network byte order as stored).
+/// RFC 1624 eqn. 3: the new checksum HC' = ~(~HC + ~m + m') after a 16-bit field changes from
+/// old_be to new_be (all in network byte order as stored).
 constexpr std::uint16_t cksum_update16(std::uint16_t cksum, std::uint16_t old_be, std::uint16_t new_be) noexcept {
   const std::uint32_t s =
       static_cast<std::uint32_t>(static_cast<std::uint16_t>(~cksum)) + static_cast<std::uint16_t>(~old_be) + new_be;
   return static_cast<std::uint16_t>(~fold_sum(s));
 }
+/// cksum_update16 for a 32-bit field (an address), both halves.
 constexpr std::uint16_t cksum_update32(std::uint16_t cksum, std::uint32_t old_be, std::uint32_t new_be) noexcept {
   return cksum_update16(cksum_update16(cksum, static_cast<std::uint16_t>(old_be), static_cast<std::uint16_t>(new_be)),
                         static_cast<std::uint16_t>(old_be >> 16), static_cast<std::uint16_t>(new_be >> 16));
 }
 
-// Sum of `len` bytes starting `offset` bytes into packet `m`, across segments. Word alignment
-// is kept across segment boundaries (an odd split swaps the following bytes' lanes).
+/// Sum of `len` bytes starting `offset` bytes into packet `m`, across segments. Word alignment
+/// is kept across segment boundaries (an odd split swaps the following bytes' lanes).
 std::uint32_t mbuf_raw_sum(const Mbuf& m, std::uint32_t offset, std::uint32_t len) noexcept;
 
-// Results of checking one packet (see verify_checksums).
+/// Results of checking one packet (see verify_checksums).
 struct CksumStatus {
-  bool ip_checked = false, ip_good = false;
-  bool l4_checked = false, l4_good = false;
+  bool ip_checked = false;  ///< The IPv4 header checksum was verified.
+  bool ip_good = false;     ///< ... and was right.
+  bool l4_checked = false;  ///< The TCP/UDP checksum was verified.
+  bool l4_good = false;     ///< ... and was right.
 };
 
-// Verify the IPv4 header and TCP/UDP checksums of `m`, whose packet_type and l2/l3 lengths are
-// set (classify). Sets rx_ip_cksum_good/bad and rx_l4_cksum_good/bad. Fragments and packets
-// whose lengths lie are left unchecked. Touches only this packet.
+/// Verify the IPv4 header and TCP/UDP checksums of `m`, whose packet_type and l2/l3 lengths are
+/// set (classify). Sets rx_ip_cksum_good/bad and rx_l4_cksum_good/bad. Fragments and packets
+/// whose lengths lie are left unchecked. Touches only this packet.
 CksumStatus verify_checksums(Mbuf& m) noexcept;
 
-// Recompute, in software, the checksums `m`'s ol_flags request (tx_ip_cksum, tx_tcp_cksum,
-// tx_udp_cksum) using l2/l3 lengths, and clear those requests. Headers must sit in the first
-// segment; the payload may span segments. Returns false (and changes nothing) when they do not.
+/// Recompute, in software, the checksums `m`'s ol_flags request (tx_ip_cksum, tx_tcp_cksum,
+/// tx_udp_cksum) using l2/l3 lengths, and clear those requests. Headers must sit in the first
+/// segment; the payload may span segments. Returns false (and changes nothing) when they do not.
 bool apply_tx_checksums(Mbuf& m) noexcept;
 
 }  // namespace ws

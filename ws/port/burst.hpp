@@ -8,14 +8,16 @@
 
 namespace ws {
 
-// Base of every driver queue; the burst table holds pointers to it.
+/// Base of every driver queue; the burst table holds pointers to it.
 struct QueueBase {};
 
+/// Moves up to n packets through queue q (RX: into pkts; TX: from pkts); returns how many.
 using BurstFn = std::uint16_t (*)(QueueBase*, Mbuf**, std::uint16_t) noexcept;
 
+/// One queue's entry in a port's burst table.
 struct BurstEntry {
-  BurstFn fn = nullptr;
-  QueueBase* queue = nullptr;
+  BurstFn fn = nullptr;        ///< The driver's burst function for this queue.
+  QueueBase* queue = nullptr;  ///< The queue it is called with.
 };
 
 }  // namespace ws

@@ -5,6 +5,9 @@
 #include <bit>
 #include <utility>
 
+#include "ws/port/software_rss.hpp"
+#include "ws/port/software_tx.hpp"
+
 namespace ws {
 namespace {
 
@@ -18,6 +21,10 @@ void add_at(std::vector<std::uint64_t>& v, std::size_t i, std::uint64_t n) {
 }
 
 }  // namespace
+
+// Here, where SoftwareRss and SoftwareTxQueue are complete types.
+Port::Port(std::string name, std::string driver) : name_(std::move(name)), driver_(std::move(driver)) {}
+Port::~Port() = default;
 
 PortStats& PortStats::operator-=(const PortStats& b) {
   ipackets -= b.ipackets;

@@ -12,186 +12,201 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/core/result.hpp"
 #include "ws/net/ether.hpp"
+#include "ws/net/rss.hpp"
 #include "ws/port/burst.hpp"
-#include "ws/port/software_rss.hpp"
 #include "ws/port/stats.hpp"
 
 namespace ws {
 
+/// The most RX (and TX) queues a port may have.
 inline constexpr std::uint16_t port_max_queues = 64;
 
-// A driver RX queue type: q.rx_burst(Mbuf** pkts, uint16_t n) -> received count.
+class SoftwareRss;       // private: ws/port/software_rss.hpp
+struct SoftwareTxQueue;  // private: ws/port/software_tx.hpp
+
+/// A driver RX queue type: q.rx_burst(Mbuf** pkts, uint16_t n) -> received count.
 template <class Q>
 concept RxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts, std::uint16_t n) {
   { q.rx_burst(pkts, n) } noexcept -> std::same_as<std::uint16_t>;
 };
-// A driver TX queue type: q.tx_burst(Mbuf** pkts, uint16_t n) -> count taken (the rest stays
-// with the caller).
+/// A driver TX queue type: q.tx_burst(Mbuf** pkts, uint16_t n) -> count taken (the rest stays
+/// with the caller).
 template <class Q>
 concept TxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts, std::uint16_t n) {
   { q.tx_burst(pkts, n) } noexcept -> std::same_as<std::uint16_t>;
 };
 
+/// The burst function a driver publishes for RX queue type Q: calls Q::rx_burst.
 // [[gnu::hot]] on the data path's out-of-line functions: GCC puts them in .text.hot, one block
 // laid out the same whatever else is linked (see cmake/warnings.cmake, -falign-functions).
 template <RxQueue Q>
 [[gnu::hot]] std::uint16_t rx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->rx_burst(pkts, n);
 }
+/// The burst function a driver publishes for TX queue type Q: calls Q::tx_burst.
 template <TxQueue Q>
 [[gnu::hot]] std::uint16_t tx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->tx_burst(pkts, n);
 }
 
-// TX offloads, with DPDK's RTE_ETH_TX_OFFLOAD_* bit values. A device advertises the ones it
-// does itself in PortInfo::tx_offload_capa; the application enables the ones it will request
-// through mbuf flags in PortConfig::tx_offloads (DPDK's txmode.offloads). An enabled offload the
-// device lacks is done in software by the port (see Port::start) if it is in `software`.
+/// TX offloads, with DPDK's RTE_ETH_TX_OFFLOAD_* bit values. A device advertises the ones it
+/// does itself in PortInfo::tx_offload_capa; the application enables the ones it will request
+/// through mbuf flags in PortConfig::tx_offloads (DPDK's txmode.offloads). An enabled offload the
+/// device lacks is done in software by the port (see Port::start) if it is in `software`.
 namespace tx_offload {
-inline constexpr std::uint64_t vlan_insert = 1ULL << 0;
-inline constexpr std::uint64_t ipv4_cksum = 1ULL << 1;
-inline constexpr std::uint64_t udp_cksum = 1ULL << 2;
-inline constexpr std::uint64_t tcp_cksum = 1ULL << 3;
-inline constexpr std::uint64_t tcp_tso = 1ULL << 5;
-inline constexpr std::uint64_t udp_tso = 1ULL << 6;
-inline constexpr std::uint64_t multi_segs = 1ULL << 15;
-inline constexpr std::uint64_t checksums = ipv4_cksum | udp_cksum | tcp_cksum;
-inline constexpr std::uint64_t segmentation = tcp_tso | udp_tso;
-inline constexpr std::uint64_t software = vlan_insert | checksums | segmentation;
-// "ipv4_cksum,tcp_tso" (DPDK's names without the prefix); "none" for 0.
+inline constexpr std::uint64_t vlan_insert = 1ULL << 0;   ///< Insert Mbuf::vlan_tci (mbuf_flag::tx_vlan).
+inline constexpr std::uint64_t ipv4_cksum = 1ULL << 1;    ///< IPv4 header checksums.
+inline constexpr std::uint64_t udp_cksum = 1ULL << 2;     ///< UDP checksums.
+inline constexpr std::uint64_t tcp_cksum = 1ULL << 3;     ///< TCP checksums.
+inline constexpr std::uint64_t tcp_tso = 1ULL << 5;       ///< TCP segmentation.
+inline constexpr std::uint64_t udp_tso = 1ULL << 6;       ///< UDP segmentation.
+inline constexpr std::uint64_t multi_segs = 1ULL << 15;   ///< Chained (multi-segment) packets.
+inline constexpr std::uint64_t checksums = ipv4_cksum | udp_cksum | tcp_cksum;      ///< Every checksum offload.
+inline constexpr std::uint64_t segmentation = tcp_tso | udp_tso;                    ///< Every segmentation offload.
+inline constexpr std::uint64_t software = vlan_insert | checksums | segmentation;  ///< What ports emulate.
+/// "ipv4_cksum,tcp_tso" (DPDK's names without the prefix); "none" for 0.
 std::string names(std::uint64_t offloads);
 }  // namespace tx_offload
 
+/// Port::configure's settings (DPDK's rte_eth_conf and queue counts).
 struct PortConfig {
-  std::uint16_t rx_queues = 1;
-  std::uint16_t tx_queues = 1;
-  std::uint64_t tx_offloads = 0;  // tx_offload::* the application will request
-  // Where software TSO takes its segments' header and indirect mbufs from; needed when
-  // tx_offloads has TSO and the device does not.
+  std::uint16_t rx_queues = 1;  ///< RX queues, 1 to PortInfo::max_rx_queues.
+  std::uint16_t tx_queues = 1;  ///< TX queues, 1 to PortInfo::max_tx_queues.
+  std::uint64_t tx_offloads = 0;  ///< tx_offload::* the application will request
+  /// Where software TSO takes its segments' header and indirect mbufs from; needed when
+  /// tx_offloads has TSO and the device does not.
   PktmbufPool* tx_segment_pool = nullptr;
-  // Receive side scaling. A device without the hash gets it in software (software_rss.hpp).
+  /// Receive side scaling. A device without the hash gets it in software (software_rss.hpp).
   RssConfig rss{};
 };
 
+/// An RX queue's settings.
 struct RxQueueConfig {
-  std::uint16_t descriptors = 0;  // 0: driver default
-  PktmbufPool* pool = nullptr;
+  std::uint16_t descriptors = 0;  ///< 0: driver default
+  PktmbufPool* pool = nullptr;    ///< Where received packets' mbufs come from (required).
 };
 
+/// A TX queue's settings.
 struct TxQueueConfig {
-  std::uint16_t descriptors = 0;
+  std::uint16_t descriptors = 0;  ///< 0: driver default
 };
 
+/// A port's link, as rte_eth_link.
 struct LinkStatus {
-  bool up = false;
-  std::uint32_t speed_mbps = 0;
-  bool full_duplex = true;
+  bool up = false;               ///< Link up.
+  std::uint32_t speed_mbps = 0;  ///< Speed in Mbit/s.
+  bool full_duplex = true;       ///< Full duplex.
 };
 
+/// What a device can do (DPDK's rte_eth_dev_info).
 struct PortInfo {
-  std::string driver;
-  std::uint16_t max_rx_queues = 1;
-  std::uint16_t max_tx_queues = 1;
-  std::uint16_t min_descriptors = 0;
-  std::uint16_t max_descriptors = 0;
-  std::uint64_t tx_offload_capa = 0;  // tx_offload::* the device does itself
-  std::uint32_t rss_types_capa = 0;   // rss_type::* the device hashes itself (flow_type_rss_offloads)
+  std::string driver;                 ///< Driver name: "net_null".
+  std::uint16_t max_rx_queues = 1;    ///< RX queues at most.
+  std::uint16_t max_tx_queues = 1;    ///< TX queues at most.
+  std::uint16_t min_descriptors = 0;  ///< Smallest queue size accepted.
+  std::uint16_t max_descriptors = 0;  ///< Largest queue size accepted.
+  std::uint64_t tx_offload_capa = 0;  ///< tx_offload::* the device does itself
+  std::uint32_t rss_types_capa = 0;   ///< rss_type::* the device hashes itself (flow_type_rss_offloads)
 };
 
-// A TX queue whose enabled offloads the device lacks: the port's software offloads run before
-// the driver's burst function, which it wraps. Set up by Port::start().
-struct alignas(cache_line_bytes) SoftwareTxQueue : QueueBase {
-  BurstEntry driver;                     // the driver's own burst function and queue
-  PktmbufPool* segment_pool = nullptr;   // software TSO's header and indirect mbufs
-  bool sw_checksums = true;              // segments' checksums in software (device lacks them)
-  Counter dropped;  // packets (or segments) taken but not sent: bad headers, no mbufs, queue full
-};
-
-// SoftwareTxQueue's burst function (ws/port/software_tx.cpp); Checksum: VLAN and checksum
-// requests are done in software; Segment: TSO requests are. Chosen once at start: a port
-// without software TSO never tests for it per packet.
-template <bool Checksum, bool Segment>
-std::uint16_t software_offload_tx(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept;
-
+/// One network device made by a driver: control calls on the control thread, burst calls on
+/// the lcore polling each queue.
 class Port {
  public:
-  Port(std::string name, std::string driver) : name_(std::move(name)), driver_(std::move(driver)) {}
-  virtual ~Port() = default;
+  /// For drivers: a port named `name` (the device name) of driver `driver`.
+  Port(std::string name, std::string driver);
+  virtual ~Port();
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
 
   // ---- data path: lock-free; a queue is polled by one lcore at a time ----
+  /// Receives up to n packets from RX queue `queue` into pkts; returns how many (the caller owns
+  /// them). Never fails: a stopped port or empty queue gives 0.
   std::uint16_t rx_burst(std::uint16_t queue, Mbuf** pkts, std::uint16_t n) noexcept {
     const BurstEntry& e = rx_table_[queue];
     return e.fn(e.queue, pkts, n);
   }
+  /// Sends up to n packets of pkts on TX queue `queue`; returns how many the port took (it frees
+  /// them); pkts[returned..n) still belong to the caller.
   std::uint16_t tx_burst(std::uint16_t queue, Mbuf** pkts, std::uint16_t n) noexcept {
     const BurstEntry& e = tx_table_[queue];
     return e.fn(e.queue, pkts, n);
   }
 
   // ---- control path: control thread only, never while lcores poll this port ----
-  // Sets queue counts (validated against info()); discards existing queues.
+  /// Sets queue counts (validated against info()); discards existing queues.
   Result<void> configure(const PortConfig& config);
+  /// Sets up RX queue `queue` (< configured rx_queues) of a stopped port.
   virtual Result<void> setup_rx_queue(std::uint16_t queue, const RxQueueConfig& config) = 0;
+  /// Sets up TX queue `queue` (< configured tx_queues) of a stopped port.
   virtual Result<void> setup_tx_queue(std::uint16_t queue, const TxQueueConfig& config) = 0;
-  // Starts the device; every configured queue must be set up. Fills the burst tables.
+  /// Starts the device; every configured queue must be set up. Fills the burst tables.
   Result<void> start();
-  // Stops the device; queues keep their mbufs until release_mbufs() or destruction.
+  /// Stops the device; queues keep their mbufs until release_mbufs() or destruction.
   void stop();
-  // Changes the enabled TX offloads (and software TSO's pool) of a stopped port without
-  // touching its queues; applied at the next start(). DPDK reconfigures the device for this.
+  /// Changes the enabled TX offloads (and software TSO's pool) of a stopped port without
+  /// touching its queues; applied at the next start(). DPDK reconfigures the device for this.
   Result<void> set_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool);
-  // Enabled offloads the device lacks, done by the port in software while it runs.
+  /// Enabled offloads the device lacks, done by the port in software while it runs.
   std::uint64_t software_tx_offloads() const;
-  // Changes the RSS configuration of a stopped port; applied at the next start().
+  /// Changes the RSS configuration of a stopped port; applied at the next start().
   Result<void> set_rss(const RssConfig& rss);
-  // True while the port hashes (and spreads) received packets in software.
+  /// True while the port hashes (and spreads) received packets in software.
   bool software_rss() const { return sw_rss_ != nullptr && started_; }
-  // Returns every mbuf the driver holds (in queues, rings) to its pool. Port stopped.
+  /// Returns every mbuf the driver holds (in queues, rings) to its pool. Port stopped.
   virtual void release_mbufs() {}
 
+  /// What the device can do.
   virtual PortInfo info() const = 0;
-  PortStats stats() const;  // driver counters minus the last reset_stats() snapshot. Any thread.
+  PortStats stats() const;  ///< driver counters minus the last reset_stats() snapshot. Any thread.
+  /// Zeroes stats() (a snapshot is taken; the driver's counters keep running).
   void reset_stats();
+  /// The driver's named counters.
   virtual std::vector<XStat> xstats() const;
+  /// Link state (virtual devices: up while started).
   virtual LinkStatus link() const { return {started_, 10000, true}; }
+  /// The port's Ethernet address.
   virtual MacAddress mac() const { return mac_; }
+  /// Promiscuous mode on or off (virtual devices: recorded only).
   virtual Result<void> set_promiscuous(bool on) { promiscuous_ = on; return {}; }
-  bool promiscuous() const { return promiscuous_; }
+  bool promiscuous() const { return promiscuous_; }  ///< As last set (default on).
 
-  const std::string& name() const { return name_; }
-  const std::string& driver_name() const { return driver_; }
-  std::uint16_t id() const { return id_; }
-  void set_id(std::uint16_t id) { id_ = id; }
-  bool started() const { return started_; }
-  const PortConfig& config() const { return config_; }
+  const std::string& name() const { return name_; }          ///< Device name: "net_null0".
+  const std::string& driver_name() const { return driver_; }  ///< Driver name: "net_null".
+  std::uint16_t id() const { return id_; }                   ///< Port id in the application.
+  void set_id(std::uint16_t id) { id_ = id; }                ///< Sets the port id (used in errors).
+  bool started() const { return started_; }                  ///< Between start() and stop().
+  const PortConfig& config() const { return config_; }       ///< As last configured.
 
  protected:
-  // Drivers implement these; the base class keeps state and the burst table consistent.
+  /// Drivers implement these; the base class keeps state and the burst table consistent.
   virtual Result<void> do_configure(const PortConfig&) { return {}; }
+  /// Starts the device; publishes every queue's burst function (publish_rx/publish_tx).
   virtual Result<void> do_start() = 0;
+  /// Stops the device (the burst tables already point at idle_burst).
   virtual void do_stop() {}
-  // Raw driver counters since creation.
+  /// Raw driver counters since creation.
   virtual PortStats read_stats() const = 0;
 
-  // Called by do_start() for every queue.
+  /// Called by do_start() for every queue.
   template <RxQueue Q>
   void publish_rx(std::uint16_t queue, Q* q) {
     rx_table_[queue] = {&rx_trampoline<Q>, q};
   }
+  /// As publish_rx, for TX queue `queue`.
   template <TxQueue Q>
   void publish_tx(std::uint16_t queue, Q* q) {
     tx_table_[queue] = {&tx_trampoline<Q>, q};
   }
-  // A queue made by make_rx_variant/make_tx_variant (variant.hpp): its entry() carries the
-  // burst function of its exact type.
+  /// A queue made by make_rx_variant/make_tx_variant (variant.hpp): its entry() carries the
+  /// burst function of its exact type.
   void publish_rx(std::uint16_t queue, BurstEntry e) { rx_table_[queue] = e; }
   void publish_tx(std::uint16_t queue, BurstEntry e) { tx_table_[queue] = e; }
-  // Helpers for drivers summing their queues' counters.
+  /// Helpers for drivers summing their queues' counters.
   static void add_rx(PortStats& s, const RxQueueCounters& c);
+  /// As add_rx, for a TX queue's counters.
   static void add_tx(PortStats& s, const TxQueueCounters& c);
-  // The sum over every queue of two containers of (smart) pointers to queues with `counters`.
+  /// The sum over every queue of two containers of (smart) pointers to queues with `counters`.
   template <class RxQueues, class TxQueues>
   static PortStats sum_queues(const RxQueues& rx, const TxQueues& tx) {
     PortStats s;
@@ -200,7 +215,7 @@ class Port {
     return s;
   }
 
-  MacAddress mac_{};
+  MacAddress mac_{};  ///< What mac() returns unless a driver overrides it.
 
  private:
   void idle_tables();  // every burst entry back to idle_burst
@@ -225,7 +240,7 @@ class Port {
   std::uint64_t rss_missed_before_ = 0;                  // missed counts of replaced sw_rss_
 };
 
-// An RX/TX burst function for queues that are not ready: receives and takes nothing.
+/// An RX/TX burst function for queues that are not ready: receives and takes nothing.
 std::uint16_t idle_burst(QueueBase*, Mbuf**, std::uint16_t) noexcept;
 
 }  // namespace ws

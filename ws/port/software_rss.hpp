@@ -21,14 +21,6 @@
 
 namespace ws {
 
-// DPDK's rx_adv_conf.rss_conf plus its redirection table.
-struct RssConfig {
-  std::uint32_t types = 0;  // rss_type::* hashed (DPDK's rss_hf); 0: no RSS
-  std::array<std::uint8_t, rss_key_bytes> key = rss_default_key;
-  bool symmetric = false;
-  std::vector<std::uint16_t> reta{};  // empty: 128 entries round-robin over the RX queues
-};
-
 class SoftwareRss;
 
 // What RX queue q's entry points to.

@@ -10,6 +10,7 @@
 #include "ws/net/gso.hpp"
 #include "ws/net/tx_offload.hpp"
 #include "ws/port/port.hpp"
+#include "ws/port/software_tx.hpp"
 
 namespace ws {
 namespace {

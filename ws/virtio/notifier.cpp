@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "ws/core/log.hpp"
 
@@ -18,7 +19,43 @@ namespace ws::virtio {
 namespace {
 long write_peer_fd(int fd, const void* buf, unsigned long len) { return ::write(fd, buf, len); }
 std::atomic<Notifier::WriteFn> peer_write{&write_peer_fd};
+
+void interrupted(int) {}
+
+// A handler that does nothing and has no SA_RESTART: the signal makes a blocked write return
+// EINTR. An application that installed its own handler for this signal keeps it.
+void install_interrupt_handler(const std::string& name) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    const int sig = Notifier::interrupt_signal();
+    struct sigaction old{};
+    sigaction(sig, nullptr, &old);
+    if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
+      log(LogLevel::warning, "{}: signal {} has a handler already; a write stuck on a peer's fd may not be interrupted",
+          name, sig);
+      return;
+    }
+    struct sigaction sa{};
+    sa.sa_handler = &interrupted;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
+  });
+}
+
+timespec realtime_in(long ms) {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_sec += ms / 1000;
+  t.tv_nsec += (ms % 1000) * 1'000'000;
+  if (t.tv_nsec >= 1'000'000'000) {
+    t.tv_nsec -= 1'000'000'000;
+    ++t.tv_sec;
+  }
+  return t;
+}
 }  // namespace
+
+int Notifier::interrupt_signal() noexcept { return SIGRTMAX - 3; }
 
 void Notifier::set_write_for_testing(WriteFn f) noexcept { peer_write.store(f ? f : &write_peer_fd); }
 
@@ -49,10 +86,13 @@ Result<void> Notifier::restart() {
 
 Result<void> Notifier::start_thread() {
   stop_.store(false, std::memory_order_relaxed);
-  // The thread runs with every signal blocked: SIGPIPE from a write to a pipe nobody reads stays
-  // pending on it (the write fails with EPIPE), and the application's signals go elsewhere.
+  install_interrupt_handler(name_);
+  // The thread runs with every signal blocked but the one that interrupts it: SIGPIPE from a
+  // write to a pipe nobody reads stays pending on it (the write fails with EPIPE), and the
+  // application's signals go elsewhere.
   sigset_t all, old;
   sigfillset(&all);
+  sigdelset(&all, interrupt_signal());
   pthread_sigmask(SIG_SETMASK, &all, &old);
   const int rc = pthread_create(&thread_, nullptr, &Notifier::run, this);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -66,19 +106,16 @@ void Notifier::stop_thread() {
   started_ = false;
   stop_.store(true, std::memory_order_release);
   wake();
-  timespec deadline{};
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_nsec += 500'000'000;
-  if (deadline.tv_nsec >= 1'000'000'000) {
-    deadline.tv_nsec -= 1'000'000'000;
-    ++deadline.tv_sec;
-  }
-  if (pthread_timedjoin_np(thread_, nullptr, &deadline) != 0) {
-    // Only a write to a peer's fd can hold it this long (see the class comment).
-    log(LogLevel::warning, "{}: a peer's fd blocked the notifier thread; cancelling it", name_);
-    pthread_cancel(thread_);
-    pthread_join(thread_, nullptr);
-  }
+  timespec deadline = realtime_in(500);
+  if (pthread_timedjoin_np(thread_, nullptr, &deadline) == 0) return;
+  // Only a write to a peer's fd can hold it this long (see the class comment). The signal makes
+  // that write fail with EINTR; one sent just before the thread enters a write is lost, so it is
+  // sent again until the thread has seen stop_ and returned.
+  log(LogLevel::warning, "{}: a peer's fd blocked the notifier thread; interrupting it", name_);
+  do {
+    pthread_kill(thread_, interrupt_signal());
+    deadline = realtime_in(20);
+  } while (pthread_timedjoin_np(thread_, nullptr, &deadline) != 0);
 }
 
 void Notifier::close_fds() {
@@ -111,8 +148,6 @@ void Notifier::wake() noexcept {
 }
 
 void* Notifier::run(void* self) {
-  // Cancellation is acted upon only inside the write to a peer's fd (write_peer).
-  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, nullptr);
   static_cast<Notifier*>(self)->serve();
   return nullptr;
 }
@@ -146,9 +181,7 @@ void Notifier::write_peer(Slot& s) {
     return;
   }
   const std::uint64_t one = 1;
-  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, nullptr);
-  const long n = peer_write.load(std::memory_order_relaxed)(s.fd, &one, sizeof one);
-  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, nullptr);
+  const long n = peer_write.load(std::memory_order_relaxed)(s.fd, &one, sizeof one);  // EINTR: stopping
   (n == sizeof one ? s.written : s.dropped).fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -20,7 +20,8 @@ namespace ws::virtio {
 // the thread writes the peer's fd when poll() says it can take the write (else the signal is
 // dropped and counted). SIGPIPE is blocked in the thread (a pipe with no reader gives EPIPE). A
 // peer that races poll() and the write can stall this thread, and with it only the signals of
-// the connection it belongs to; the destructor then cancels it (write is a cancellation point).
+// the connection it belongs to; the destructor then interrupts the write with a signal
+// (interrupt_signal(), whose handler does nothing) and the thread returns.
 class Notifier {
  public:
   static constexpr std::uint32_t max_slots = 64;
@@ -36,7 +37,7 @@ class Notifier {
   Result<void> set_fd(std::uint32_t i, int fd);
 
   // Control thread, no lcore signalling (the peer is gone): forgets every fd and pending signal
-  // and starts a fresh thread (a stuck one is cancelled, as in the destructor). Counters stay.
+  // and starts a fresh thread (a stuck one is interrupted, as in the destructor). Counters stay.
   Result<void> restart();
 
   // Polling lcore: one signal on slot `i` (several before the thread runs make one). Never
@@ -51,6 +52,10 @@ class Notifier {
   // blocks after poll() said it would not. Set before create().
   using WriteFn = long (*)(int fd, const void* buf, unsigned long len);
   static void set_write_for_testing(WriteFn f) noexcept;
+
+  // The signal that interrupts the thread's write (a real-time one, SIGRTMAX - 3). The first
+  // create() installs a handler that does nothing, unless the application has one for it.
+  static int interrupt_signal() noexcept;
 
   // Signals written to the peer, and dropped because its fd could not take one. Any thread.
   std::uint64_t written(std::uint32_t i) const noexcept { return slots_[i].written.load(std::memory_order_relaxed); }

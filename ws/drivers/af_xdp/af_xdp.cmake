@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # net_af_xdp: built when libxdp, libbpf and clang (BPF target) are found; the XDP program is
 # compiled from xdp_fast_drop.bpf.c and embedded in the binary (xdp_fast_drop_obj.hpp/.cpp).
-pkg_check_modules(LIBXDP IMPORTED_TARGET libxdp)
-pkg_check_modules(LIBBPF IMPORTED_TARGET libbpf)
+pkg_check_modules(LIBXDP IMPORTED_TARGET GLOBAL libxdp)  # GLOBAL: libwirespeed links them too
+pkg_check_modules(LIBBPF IMPORTED_TARGET GLOBAL libbpf)
 find_program(WS_BPF_CLANG NAMES clang clang-19 clang-14)
 if(LIBXDP_FOUND AND LIBBPF_FOUND AND WS_BPF_CLANG)
   set(_dir ${CMAKE_CURRENT_SOURCE_DIR}/af_xdp)

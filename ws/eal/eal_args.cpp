@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // EAL option parsing.
-#include "app/testpmd/eal_args.hpp"
+#include "ws/eal/eal_args.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <optional>
 
-namespace ws::testpmd {
+namespace ws {
 namespace {
 
 // Splits "--opt=value" or takes the next argument as the value.
@@ -195,4 +196,24 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
   return o;
 }
 
-}  // namespace ws::testpmd
+Result<std::vector<std::uint16_t>> parse_port_mask(std::string_view text, std::uint16_t port_count) {
+  std::string_view digits = text;
+  if (digits.starts_with("0x") || digits.starts_with("0X")) digits.remove_prefix(2);
+  std::uint64_t mask = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), mask, 16);
+  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
+    return fail("port mask '{}': expected a hexadecimal mask such as 0x3 (bit i: port i)", text);
+  if (mask == 0) return fail("port mask '{}' names no port (bit i: port i; {} port(s) exist)", text, port_count);
+  const std::uint64_t all = port_count >= 64 ? ~0ULL : (1ULL << port_count) - 1;
+  if (mask & ~all) {
+    const unsigned missing = static_cast<unsigned>(std::countr_zero(mask & ~all));
+    return fail("port mask '{}' names port {}, which does not exist ({} port(s): mask {:#x} at most)", text, missing,
+                port_count, all);
+  }
+  std::vector<std::uint16_t> ports;
+  for (std::uint16_t p = 0; p < port_count && p < 64; ++p)
+    if (mask >> p & 1) ports.push_back(p);
+  return ports;
+}
+
+}  // namespace ws

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Eal: what DPDK's rte_eal_init does for an application, on wirespeed: one arena of memory,
+// the built-in drivers, a port per --vdev, the main lcore pinned, and launching work on lcores.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ws/core/arena.hpp"
+#include "ws/core/mbuf.hpp"
+#include "ws/core/result.hpp"
+#include "ws/eal/eal_args.hpp"
+#include "ws/port/driver.hpp"
+#include "ws/port/port.hpp"
+
+namespace ws {
+
+/// A command line split at its first "--": the EAL options before it, the application's after.
+struct SplitArgs {
+  std::vector<std::string> eal;  ///< Arguments before "--" (argv[0] excluded).
+  std::vector<std::string> app;  ///< Arguments after "--".
+};
+
+/// Splits `argv` (argv[0] excluded) at the first "--"; without one, everything is EAL.
+SplitArgs split_args(int argc, const char* const* argv);
+
+/// The environment an application runs in: memory, drivers, ports and lcores, created from
+/// EalOptions. Owns everything it creates; ports are stopped and destroyed before the pools
+/// and the arena they use.
+class Eal {
+ public:
+  /// Sets the log level, makes the calling thread the main lcore (pinned), maps an arena of
+  /// `arena_bytes` (what the application's pools need, e.g. PktmbufPool::memory_bytes(), plus
+  /// 4 MiB for drivers' rings; -m when larger; an error when -m is smaller), registers the built-in
+  /// drivers and creates one port per --vdev, in order (port id = position). Ports are created,
+  /// not configured. Errors name the option or device at fault.
+  static Result<std::unique_ptr<Eal>> create(EalOptions options, std::size_t arena_bytes);
+  /// Stops every port, returns the mbufs they hold, then frees ports, pools and the arena.
+  ~Eal();
+  Eal(const Eal&) = delete;
+  Eal& operator=(const Eal&) = delete;
+
+  /// Creates a packet pool in the arena, owned by the Eal (destroyed after the ports).
+  Result<PktmbufPool*> create_pktmbuf_pool(const PktmbufPool::Options& options);
+
+  /// The options the Eal was created from.
+  const EalOptions& options() const noexcept { return options_; }
+  /// The arena pools and rings are carved from.
+  Arena& arena() noexcept { return *arena_; }
+  /// The driver registry (built-in drivers), for ports created later with create_port().
+  DriverRegistry& drivers() noexcept { return drivers_; }
+  /// Creates one more port from a device string; its id is the next free one.
+  Result<Port*> create_port(std::string_view device);
+  /// Number of ports (ids 0 to port_count() - 1).
+  std::uint16_t port_count() const noexcept { return static_cast<std::uint16_t>(ports_.size()); }
+  /// Port `id` (id < port_count()).
+  Port& port(std::uint16_t id) noexcept { return *ports_[id]; }
+
+  /// The main lcore's id (the calling thread of create()).
+  unsigned main_lcore() const noexcept { return options_.main_lcore; }
+  /// Every lcore id, main lcore included, in the order given on the command line.
+  std::vector<unsigned> lcore_ids() const;
+  /// True when `id` is one of the lcores.
+  bool has_lcore(unsigned id) const noexcept;
+
+  /// As rte_eal_mp_remote_launch(CALL_MAIN) then rte_eal_mp_wait_lcore: runs `body(lcore)` on
+  /// every worker lcore (a pinned thread each) and on the main lcore in the calling thread, and
+  /// returns once all have returned.
+  void run_on_lcores(const std::function<void(unsigned lcore)>& body);
+
+ private:
+  explicit Eal(EalOptions options) : options_(std::move(options)) {}
+
+  EalOptions options_;
+  DriverRegistry drivers_;
+  std::unique_ptr<Arena> arena_;
+  std::vector<std::unique_ptr<PktmbufPool>> pools_;
+  std::vector<std::unique_ptr<Port>> ports_;  // declared last: destroyed before pools and arena
+};
+
+}  // namespace ws
