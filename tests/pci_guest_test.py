@@ -63,10 +63,7 @@ def mac(slot):
     return "52:54:00:12:00:{:02x}".format(slot)
 
 
-def free_udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 
 
 def read_pcap(path):
@@ -116,7 +113,18 @@ class Host:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        self.guest_port = free_udp_port()
+        # QEMU's end, made here so that its receive buffer can be large: QEMU stops reading it
+        # while the guest's RX ring is full, and the default buffer (~200 small frames) overflows
+        # when the guest's vCPU is descheduled on a loaded host. SO_RCVBUFFORCE needs root, as
+        # the test does; without it the buffer is capped by net.core.rmem_max.
+        self.qemu_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self.qemu_sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
+        except PermissionError:
+            self.qemu_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.qemu_sock.bind(("127.0.0.1", 0))
+        self.qemu_sock.connect(("127.0.0.1", self.port))
+        self.guest_port = self.qemu_sock.getsockname()[1]
 
     def send(self, frames, per_ms=2):
         """Sends paced (per_ms frames a millisecond) so the guest's RX ring keeps up under TCG."""
@@ -138,6 +146,7 @@ class Host:
 
     def close(self):
         self.sock.close()
+        self.qemu_sock.close()
 
 
 class Run:
@@ -227,8 +236,7 @@ class PciGuest(unittest.TestCase):
         cls.hosts = {slot: Host() for slot in DGRAM}
         nics = []
         for slot, model in DGRAM.items():
-            nic = qemu.pci_nic_args(model, qemu.dgram_netdev("n{}".format(slot), cls.hosts[slot].guest_port,
-                                                             cls.hosts[slot].port),
+            nic = qemu.pci_nic_args(model, qemu.dgram_netdev("n{}".format(slot), cls.hosts[slot].qemu_sock.fileno()),
                                     slot, mac(slot), dump=os.path.join(cls.tmp, "tx{}.pcap".format(slot)))
             if slot == VIRTIO_PACKED_D:
                 nic[3] += ",packed=on"
@@ -249,7 +257,7 @@ class PciGuest(unittest.TestCase):
         nics.append(["-monitor", "unix:{},server=on,wait=off".format(os.path.join(cls.tmp, "monitor.sock"))])
         cls.guest = qemu.Guest(KERNEL, cls._image(), nics=nics, smp=2, mem_mb=768, shared_memory=False,
                                append="ws.hugepages={}".format(HUGEPAGES), log=os.path.join(cls.tmp, "console.log"),
-                               name="pci guest").start()
+                               name="pci guest", pass_fds=[h.qemu_sock.fileno() for h in cls.hosts.values()]).start()
         cls.guest.wait_ready(180)
         if taps:  # the taps QEMU made go into a namespace of the test's, with the host's addresses
             cls.ns = netns.Netns("pci")

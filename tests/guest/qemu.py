@@ -58,11 +58,10 @@ def pci_nic_args(model, netdev, addr, mac=None, dump=None, dump_queue="rx"):
     return args
 
 
-def dgram_netdev(nid, guest_port, host_port):
-    """A netdev that carries each frame as one UDP datagram between 127.0.0.1:`guest_port`
-    (QEMU's end) and 127.0.0.1:`host_port` (the test's socket)."""
-    return ("dgram,id={},local.type=inet,local.host=127.0.0.1,local.port={},"
-            "remote.type=inet,remote.host=127.0.0.1,remote.port={}").format(nid, guest_port, host_port)
+def dgram_netdev(nid, fd):
+    """A netdev that carries each frame as one UDP datagram on the connected UDP socket `fd`
+    (QEMU's end, made by the test and passed to the Guest in pass_fds)."""
+    return "dgram,id={},local.type=fd,local.str={}".format(nid, fd)
 
 
 class Guest:
@@ -71,8 +70,9 @@ class Guest:
     the console as it is read."""
 
     def __init__(self, kernel, initrd, nics=(), ip=None, smp=1, mem_mb=512, append="", log=None, name="guest",
-                 cpu="max", shared_memory=True):
+                 cpu="max", shared_memory=True, pass_fds=()):
         self.name = name
+        self.pass_fds = tuple(pass_fds)
         self.log = log
         cmdline = "console=ttyS0 panic=-1 quiet"
         if ip:
@@ -98,7 +98,7 @@ class Guest:
 
     # ---- lifecycle ----
     def start(self):
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=self.pass_fds,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
