@@ -12,6 +12,7 @@
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/core/arena.hpp"
 #include "ws/core/mbuf.hpp"
+#include "ws/pci/device.hpp"
 #include "ws/port/driver.hpp"
 
 namespace ws::testpmd {

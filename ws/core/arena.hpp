@@ -60,17 +60,18 @@ class Arena {
   /// True when [p, p + len) lies inside the arena.
   bool contains(const void* p, std::size_t len) const;
 
-  // The address a device uses for `p` (inside the arena). In pa mode each huge page is
-  // physically contiguous, so a block that does not cross a page boundary is contiguous for the
-  // device too: allocate() never makes a block of at most one page cross one.
+  /// How devices address this memory: virtual addresses (va) or physical ones (pa).
   IovaMode iova_mode() const { return iova_mode_; }
+  /// The address a device uses for `p` (inside the arena). In pa mode each huge page is
+  /// physically contiguous, so a block that does not cross a page boundary is contiguous for the
+  /// device too: allocate() never makes a block of at most one page cross one.
   std::uint64_t iova(const void* p) const noexcept {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     if (iova_mode_ == IovaMode::va) return a;
     const std::size_t off = a - reinterpret_cast<std::uintptr_t>(base_);
     return page_iova_[off >> page_shift_] + (off & (page_ - 1));
   }
-  // Whether IOVAs are contiguous across the whole arena (va mode), so objects may cross pages.
+  /// Whether IOVAs are contiguous across the whole arena (va mode), so objects may cross pages.
   bool iova_contiguous() const { return iova_mode_ == IovaMode::va; }
 
  private:
@@ -93,12 +94,12 @@ class Arena {
 /// Free 2 MiB huge pages on the machine (0 when hugetlbfs is not configured).
 std::size_t free_huge_pages_2m();
 
-// The physical address of the page holding `p` (a mapped, populated page) from `pagemap` (a
-// /proc/PID/pagemap file): bits 0-54 of its 64-bit entry are the page frame number, and read as
-// zero without CAP_SYS_ADMIN. `what` names the memory in errors.
+/// The physical address of the page holding `p` (a mapped, populated page) from `pagemap` (a
+/// /proc/PID/pagemap file): bits 0-54 of its 64-bit entry are the page frame number, and read as
+/// zero without CAP_SYS_ADMIN. `what` names the memory in errors.
 Result<std::uint64_t> physical_address(const void* p, const std::string& pagemap, std::string_view what);
 
-// "va" or "pa".
+/// "va" or "pa".
 std::string_view iova_mode_name(IovaMode m);
 
 }  // namespace ws

@@ -17,12 +17,6 @@ namespace ws::pci {
 
 inline constexpr std::string_view sysfs_devices = "/sys/bus/pci/devices";
 
-struct Id {
-  std::uint16_t vendor = 0;
-  std::uint16_t device = 0;
-  bool operator==(const Id&) const = default;
-};
-
 // Standard capability ids (PCI Local Bus 3.0 §6.7, PCI Code and ID Assignment §2).
 namespace cap {
 inline constexpr std::uint8_t power = 0x01, msi = 0x05, vendor = 0x09, pcie = 0x10, msix = 0x11;

@@ -2,6 +2,8 @@
 // Driver lookup by device-name prefix (driver name or alias), as DPDK matches --vdev names.
 #include "ws/port/driver.hpp"
 
+#include "ws/pci/device.hpp"
+
 namespace ws {
 
 void DriverRegistry::add(std::unique_ptr<Driver> driver) { drivers_.push_back(std::move(driver)); }

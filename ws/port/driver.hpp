@@ -10,10 +10,14 @@
 
 #include "ws/core/arena.hpp"
 #include "ws/core/devargs.hpp"
-#include "ws/pci/device.hpp"
+#include "ws/pci/address.hpp"
 #include "ws/port/port.hpp"
 
 namespace ws {
+
+namespace pci {
+class Device;  // ws/pci/device.hpp, which only PCI drivers include
+}
 
 /// What a driver may use from the application when it creates a port.
 struct PortEnv {
