@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# libwirespeed: every ws/ module (core, net, port, virtio, drivers, eal, lpm) in one library,
+# libwirespeed: every ws/ module (core, pci, net, port, virtio, drivers, eal, lpm) in one library,
 # shared (libwirespeed.so.MAJOR, with a SONAME) and static (libwirespeed.a), built from the
 # modules' own objects (compiled once, position-independent). The targets in this tree keep
 # linking the modules (ws_core, ...); applications outside it use the installed package:
@@ -8,7 +8,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(ws_modules ws_core ws_net ws_port ws_virtio ws_drivers ws_eal ws_lpm)
+set(ws_modules ws_core ws_pci ws_net ws_port ws_virtio ws_drivers ws_eal ws_lpm)
 set(ws_objects)
 foreach(m IN LISTS ws_modules)
   set_target_properties(${m} PROPERTIES POSITION_INDEPENDENT_CODE ON)
@@ -63,6 +63,7 @@ set(ws_public_headers
   ws/core/arena.hpp ws/core/copy.hpp ws/core/cpu.hpp ws/core/devargs.hpp ws/core/lcore.hpp ws/core/log.hpp
   ws/core/mbuf.hpp ws/core/mempool.hpp ws/core/result.hpp ws/core/ring.hpp
   ws/net/checksum.hpp ws/net/ether.hpp ws/net/headers.hpp ws/net/ptype.hpp ws/net/rss.hpp
+  ws/pci/address.hpp
   ws/port/burst.hpp ws/port/driver.hpp ws/port/port.hpp ws/port/stats.hpp
   ws/drivers/builtin.hpp
   ws/eal/eal.hpp ws/eal/eal_args.hpp

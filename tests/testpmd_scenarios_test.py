@@ -416,6 +416,36 @@ class BadInput(TestpmdCase):
             with self.subTest(what=what, vdev=dev):
                 self.check_refused(EAL + ["--vdev", "net_null9", "--vdev", dev], POOL, needles)
 
+    def test_bad_pci_devices(self):
+        """-a/-b/--iova-mode mistakes, a PCI address with no device or no driver, a device a
+        kernel driver holds: refused before anything starts, the device untouched."""
+        present = sorted(os.listdir("/sys/bus/pci/devices")) if os.path.isdir("/sys/bus/pci/devices") else []
+        absent = next("0000:7f:{:02x}.7".format(d) for d in range(32) if "0000:7f:{:02x}.7".format(d) not in present)
+        cases = [
+            ("malformed address", ["-a", "0000:00:4.0"], ["-a", "0000:00:4.0", "0000:00:04.0"]),
+            ("function over 7", ["-a", "0000:00:04.9"], ["0000:00:04.9", "function"]),
+            ("no such device", ["-a", absent], [absent, "does not exist", "devices present"]),
+            ("allow and block", ["-a", "0000:00:04.0", "-b", "0000:00:05.0"], ["-a", "-b", "together"]),
+            ("bad iova mode", ["--iova-mode=dc"], ["--iova-mode", "dc", "pa", "va"]),
+            ("pa without huge pages", ["--iova-mode=pa", "--no-huge"], ["--iova-mode=pa", "huge pages", "--no-huge"]),
+        ]
+        supported = {("0x8086", "0x10d3"), ("0x1af4", "0x1041"), ("0x1af4", "0x1000")}  # our PCI drivers take
+        for dev in present:
+            path = os.path.join("/sys/bus/pci/devices", dev)
+            with open(os.path.join(path, "vendor")) as v, open(os.path.join(path, "device")) as d:
+                ids = (v.read().strip(), d.read().strip())
+            driver = os.path.basename(os.readlink(os.path.join(path, "driver"))) if os.path.islink(
+                os.path.join(path, "driver")) else ""
+            if ids not in supported and not any(c[0] == "unsupported device" for c in cases):
+                cases.append(("unsupported device", ["-a", dev], [dev, "no driver takes"]))
+            if ids in supported and driver and driver != "uio_pci_generic" and not any(
+                    c[0] == "kernel driver" for c in cases):
+                cases.append(("kernel driver", ["-a", dev], [dev, "kernel driver " + driver, "driver_override",
+                                                             "drivers_probe"]))
+        for what, eal, needles in cases:
+            with self.subTest(what=what):
+                self.check_refused(["-l", "0-1"] + eal + ["--vdev", "net_null0"], POOL, needles)
+
     def test_missing_cpu_in_lcore_list(self):
         lcores = "0-{}".format(max(os.sched_getaffinity(0)) + 1)  # one CPU past the last we may use
         self.check_refused(["-l", lcores, "--no-huge"] + NULL2, POOL, ["-l", lcores, "not available", "--lcores"])

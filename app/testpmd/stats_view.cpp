@@ -45,6 +45,17 @@ void Testpmd::print_forward_stats() const {
   static constexpr const char* acc = "+++++++++++++++";
   const std::size_t nports = app_.nb_ports ? *app_.nb_ports : ports_.size();
   std::uint64_t rx = 0, rx_dropped = 0, tx = 0, tx_dropped = 0, nombuf = 0;
+  // As dpdk-testpmd: with more streams than ports (several queues), each stream that moved
+  // anything first.
+  if (streams_.size() > nports)
+    for (const auto& st : streams_) {
+      const std::uint64_t srx = st->rx_packets.read(), stx = st->tx_packets.read(), sdrop = st->fwd_dropped.read();
+      if (srx == 0 && stx == 0 && sdrop == 0) continue;
+      std::printf("\n  %s Forward Stats for RX Port=%2u/Queue=%2u -> TX Port=%2u/Queue=%2u %s\n", border,
+                  st->rx_port_id, st->rx_queue, st->tx_port_id, st->tx_queue, border);
+      std::printf("  RX-packets: %-14" PRIu64 " TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "\n", srx, stx,
+                  sdrop);
+    }
   for (std::size_t i = 0; i < nports; ++i) {
     PortStats s = ports_[i]->stats();
     if (i < start_.size()) s -= start_[i].stats;

@@ -58,6 +58,7 @@ Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app)
   set_lcore_id(main->id);
   if (auto ok = pin_current_thread(main->cpus); !ok) log(LogLevel::warning, "main lcore: {}", ok.error().message);
   register_builtin_drivers(tp->registry_);
+  if (auto ok = tp->find_pci_devices(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->create_memory(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->create_ports(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->setup_streams(); !ok) return std::unexpected(ok.error());
@@ -68,15 +69,56 @@ Testpmd::~Testpmd() {
   if (!shut_down_) (void)shutdown();
 }
 
+// As DPDK's PCI bus: with -a, those devices (each must exist, have a driver and be ours to
+// drive); otherwise every device bound to uio_pci_generic that a driver takes, but those of -b.
+// Checked before anything is allocated, so a bad device starts nothing.
+Result<void> Testpmd::find_pci_devices() {
+  if (eal_.no_pci) return {};
+  if (!eal_.pci_allow.empty()) {
+    for (const std::string& devargs : eal_.pci_allow) {
+      auto addr = pci::Address::parse(std::string_view(devargs).substr(0, devargs.find(',')));
+      if (!addr) return std::unexpected(addr.error());
+      if (std::any_of(pci_.begin(), pci_.end(), [&](const PciPort& p) { return p.device.address() == *addr; }))
+        return fail("-a {}: the device is given twice", addr->to_string());
+      auto dev = pci::Device::open(*addr);
+      if (!dev) return std::unexpected(dev.error());
+      if (!registry_.find_for_pci(dev->id()))
+        return fail("-a {}: no driver takes PCI device {} (drivers of PCI devices: {})", devargs, dev->describe(),
+                    registry_.describe_pci_ids());
+      if (auto ok = dev->check_binding(); !ok) return std::unexpected(ok.error());
+      // The device string names it as DPDK prints it, whichever form was given.
+      const auto comma = devargs.find(',');
+      pci_.push_back({std::move(*dev), addr->to_string() + (comma == std::string::npos ? "" : devargs.substr(comma))});
+    }
+    std::sort(pci_.begin(), pci_.end(),
+              [](const PciPort& a, const PciPort& b) { return a.device.address() < b.device.address(); });
+  } else {
+    for (pci::Device& dev : pci::scan()) {
+      const bool blocked = std::find(eal_.pci_block.begin(), eal_.pci_block.end(), dev.address()) != eal_.pci_block.end();
+      if (blocked || dev.driver() != "uio_pci_generic" || !registry_.find_for_pci(dev.id())) continue;
+      std::string name = dev.name();
+      pci_.push_back({std::move(dev), std::move(name)});
+    }
+  }
+  if (!pci_.empty() && eal_.iova_mode == IovaMode::va)
+    return fail("--iova-mode=va: PCI device {} is on uio_pci_generic, which has no IOMMU, so the device needs "
+                "physical addresses: use --iova-mode=pa (the default with PCI devices)",
+                pci_.front().device.describe());
+  return {};
+}
+
 Result<void> Testpmd::create_memory() {
   const std::uint32_t count = app_.total_num_mbufs ? app_.total_num_mbufs : default_mbuf_count(app_);
   const std::size_t object_bytes = (sizeof(Mbuf) + app_.mbuf_size + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
-  const std::size_t needed = std::size_t{count} * object_bytes + (1u << 20);
+  const IovaMode iova = eal_.iova_mode.value_or(pci_.empty() ? IovaMode::va : IovaMode::pa);
+  std::size_t needed = std::size_t{count} * object_bytes + (1u << 20);
+  // Physical addresses: no object crosses a 2 MiB page, so each page loses up to an object.
+  if (iova == IovaMode::pa) needed += (needed / (2u << 20) + 2) * object_bytes + (4u << 20);
   if (eal_.memory_mb && eal_.memory_mb * (1u << 20) < needed)
     return fail("-m/--socket-mem {} MiB is too small for {} mbufs of {} bytes ({} MiB needed); raise -m or lower "
                 "--total-num-mbufs",
                 eal_.memory_mb, count, object_bytes, (needed >> 20) + 1);
-  auto arena = Arena::create({eal_.file_prefix, needed, eal_.huge});
+  auto arena = Arena::create({eal_.file_prefix, needed, eal_.huge, iova});
   if (!arena) return std::unexpected(arena.error());
   arena_ = std::move(*arena);
   std::printf("testpmd: create a new mbuf pool <mb_pool_0>: n=%u, size=%u, socket=0 (%s pages)\n", count,
@@ -88,9 +130,16 @@ Result<void> Testpmd::create_memory() {
 }
 
 Result<void> Testpmd::create_ports() {
-  if (eal_.vdevs.empty())
-    return fail("no ports: give at least one device with --vdev (e.g. --vdev net_null0 --vdev net_null1)");
+  if (eal_.vdevs.empty() && pci_.empty())
+    return fail("no ports: give at least one device with --vdev (e.g. --vdev net_null0 --vdev net_null1) or -a "
+                "(a PCI device bound to uio_pci_generic, e.g. -a 0000:00:04.0)");
   PortEnv env{arena_.get(), static_cast<unsigned>(eal_.lcores.size())};
+  for (const PciPort& p : pci_) {  // PCI ports first, as DPDK probes its PCI bus before vdevs
+    auto port = registry_.create_pci_port(p.device, p.devargs, env);
+    if (!port) return std::unexpected(port.error());
+    (*port)->set_id(static_cast<std::uint16_t>(ports_.size()));
+    ports_.push_back(std::move(*port));
+  }
   for (const auto& dev : eal_.vdevs) {
     auto port = registry_.create_port(dev, env);
     if (!port) return std::unexpected(port.error());

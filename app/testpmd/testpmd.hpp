@@ -12,6 +12,7 @@
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/core/arena.hpp"
 #include "ws/core/mbuf.hpp"
+#include "ws/pci/device.hpp"
 #include "ws/port/driver.hpp"
 
 namespace ws::testpmd {
@@ -103,6 +104,7 @@ class Testpmd {
 
  private:
   Testpmd(EalOptions eal, AppOptions app) : eal_(std::move(eal)), app_(std::move(app)) {}
+  Result<void> find_pci_devices();  // the PCI devices to drive, checked, before any memory
   Result<void> create_memory();
   Result<void> create_ports();
   Result<void> setup_streams();
@@ -121,6 +123,11 @@ class Testpmd {
   EalOptions eal_;
   AppOptions app_;
   DriverRegistry registry_;  // outlives the ports it made
+  struct PciPort {
+    pci::Device device;
+    std::string devargs;  // "0000:00:04.0[,key=value...]"
+  };
+  std::vector<PciPort> pci_;  // ports of PCI devices, in address order (as DPDK's bus scan)
   std::unique_ptr<Arena> arena_;
   std::unique_ptr<PktmbufPool> pool_;
   std::vector<std::unique_ptr<Port>> ports_;

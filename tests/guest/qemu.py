@@ -40,14 +40,39 @@ def netdev_args(sock, index=0, server=False, queues=1, packed=False, mq=False, m
     return ["-chardev", chardev, "-netdev", netdev, "-device", device]
 
 
+def pci_nic_args(model, netdev, addr, mac=None, dump=None, dump_queue="rx"):
+    """QEMU options for one emulated PCI NIC in slot `addr` (0000:00:ADDR.0 in the guest) on the
+    netdev options `netdev` (whose id= names it): `model` e1000e (an 82574L, 8086:10d3) or
+    virtio-net-pci (modern only: 1af4:1041). No option ROM. `dump` names a pcap file that gets
+    what the guest sends through this NIC (QEMU's filter-dump on the backend's receive queue)."""
+    nid = re.search(r"(?:^|,)id=([^,]+)", netdev).group(1)
+    kind, _, rest = netdev.partition(",")
+    device = "{},netdev={},addr={:#x},romfile=".format(model, nid, addr)
+    if model == "virtio-net-pci":
+        device += ",disable-legacy=on"
+    if mac:
+        device += ",mac=" + mac
+    args = ["-netdev", netdev, "-device", device]
+    if dump:
+        args += ["-object", "filter-dump,id=dump{},netdev={},queue={},file={}".format(nid, nid, dump_queue, dump)]
+    return args
+
+
+def dgram_netdev(nid, fd):
+    """A netdev that carries each frame as one UDP datagram on the connected UDP socket `fd`
+    (QEMU's end, made by the test and passed to the Guest in pass_fds)."""
+    return "dgram,id={},local.type=fd,local.str={}".format(nid, fd)
+
+
 class Guest:
     """One QEMU process. nics: lists of options from netdev_args(); ip: eth0's address/prefix;
     append: more kernel parameters (ws.run=NAME runs a baked-in script); log: a file that gets
     the console as it is read."""
 
     def __init__(self, kernel, initrd, nics=(), ip=None, smp=1, mem_mb=512, append="", log=None, name="guest",
-                 cpu="max"):
+                 cpu="max", shared_memory=True, pass_fds=()):
         self.name = name
+        self.pass_fds = tuple(pass_fds)
         self.log = log
         cmdline = "console=ttyS0 panic=-1 quiet"
         if ip:
@@ -59,10 +84,10 @@ class Guest:
         self.args = [QEMU, "-accel", "tcg", "-cpu", cpu, "-m", str(mem_mb), "-smp", str(smp), "-nodefaults",
                      "-no-user-config",
                      "-display", "none", "-chardev", "stdio,id=con,signal=off", "-serial", "chardev:con",
-                     "-no-reboot", "-kernel", kernel.vmlinuz, "-initrd", initrd, "-append", cmdline,
-                     # vhost-user needs the guest's memory in a file the backend can map.
-                     "-object", "memory-backend-memfd,id=mem,size={}M,share=on".format(mem_mb),
-                     "-numa", "node,memdev=mem"]
+                     "-no-reboot", "-kernel", kernel.vmlinuz, "-initrd", initrd, "-append", cmdline]
+        if shared_memory:  # vhost-user needs the guest's memory in a file the backend can map
+            self.args += ["-object", "memory-backend-memfd,id=mem,size={}M,share=on".format(mem_mb),
+                          "-numa", "node,memdev=mem"]
         for nic in nics:
             self.args += nic
         self.proc = None
@@ -73,7 +98,7 @@ class Guest:
 
     # ---- lifecycle ----
     def start(self):
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=self.pass_fds,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

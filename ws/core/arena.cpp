@@ -2,11 +2,14 @@
 // Arena on memfd: MFD_HUGETLB first when allowed, plain shmem pages otherwise.
 #include "ws/core/arena.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "ws/core/log.hpp"
 
@@ -50,8 +53,68 @@ std::size_t free_huge_pages_2m() {
   return 0;
 }
 
+std::string_view iova_mode_name(IovaMode m) { return m == IovaMode::pa ? "pa" : "va"; }
+
+Result<std::uint64_t> physical_address(const void* p, const std::string& pagemap, std::string_view what) {
+  const int fd = ::open(pagemap.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail("{}: cannot open {} to learn physical addresses: {} (IOVA as physical addresses needs root; or "
+                "use --iova-mode=va with a device behind an IOMMU)",
+                what, pagemap, std::strerror(errno));
+  const std::size_t small_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const auto va = reinterpret_cast<std::uintptr_t>(p);
+  std::uint64_t entry = 0;
+  const ssize_t n = ::pread(fd, &entry, sizeof entry, static_cast<off_t>(va / small_page * sizeof entry));
+  const int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof entry))
+    return fail("{}: reading {}: {}", what, pagemap, n < 0 ? std::strerror(e) : "short read");
+  constexpr std::uint64_t present = 1ULL << 63;
+  const std::uint64_t pfn = entry & ((1ULL << 55) - 1);
+  if ((entry & present) == 0) return fail("{}: page at {} is not present in {}", what, p, pagemap);
+  if (pfn == 0)
+    return fail("{}: {} gives no physical addresses to this process (it needs CAP_SYS_ADMIN: run as root)", what,
+                pagemap);
+  return pfn * small_page + va % small_page;
+}
+
+// pa mode: the physical address of every page, which hugetlb pages keep while mapped.
+Result<void> Arena::learn_physical_addresses() {
+  page_shift_ = static_cast<unsigned>(std::countr_zero(page_));
+  page_iova_.clear();
+  for (std::size_t off = 0; off < size_; off += page_) {
+    auto pa = physical_address(base_ + off, "/proc/self/pagemap", fmt::format("arena '{}'", name_));
+    if (!pa) return std::unexpected(pa.error());
+    page_iova_.push_back(*pa);
+  }
+  iova_mode_ = IovaMode::pa;
+  return {};
+}
+
 Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
   if (options.size_bytes == 0) return fail("arena '{}': size must be > 0", options.name);
+  if (options.iova == IovaMode::pa) {
+    // Plain pages may move and be swapped; a device must be given memory that stays put.
+    if (options.huge == HugePolicy::never)
+      return fail("arena '{}': IOVA as physical addresses (--iova-mode=pa, needed by PCI devices on "
+                  "uio_pci_generic) needs huge pages, which do not move; drop --no-huge and reserve huge pages "
+                  "(echo 512 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)",
+                  options.name);
+    const std::size_t want = round_up(options.size_bytes, huge_2m);
+    if (free_huge_pages_2m() * huge_2m < want)
+      return fail("arena '{}': IOVA as physical addresses (--iova-mode=pa, needed by PCI devices on "
+                  "uio_pci_generic) needs {} MiB of huge pages and {} MiB are free; reserve more (echo N > "
+                  "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) or lower --total-num-mbufs",
+                  options.name, want >> 20, free_huge_pages_2m() * 2);
+    ArenaOptions huge = options;
+    huge.huge = HugePolicy::required;
+    huge.iova = IovaMode::va;
+    auto arena = create(huge);
+    if (!arena) return arena;
+    if (auto ok = (*arena)->learn_physical_addresses(); !ok) return std::unexpected(ok.error());
+    log(LogLevel::info, "arena '{}': IOVA = physical address ({} pages)", options.name, (*arena)->page_iova_.size());
+    return arena;
+  }
   const std::size_t small_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const std::size_t huge_size = round_up(options.size_bytes, huge_2m);
   const bool try_huge = options.huge == HugePolicy::required ||
@@ -86,7 +149,10 @@ Result<void*> Arena::allocate(std::size_t size, std::size_t align, std::string_v
   std::lock_guard lock(mutex_);
   // Align the address, not the offset: the base is only page-aligned, and `align` may be larger.
   const auto base = reinterpret_cast<std::uintptr_t>(base_);
-  const std::size_t start = round_up(base + used_, align) - base;
+  std::size_t start = round_up(base + used_, align) - base;
+  // pa mode: a block that fits in one page must not cross one (see iova()).
+  if (iova_mode_ == IovaMode::pa && size <= page_ && start / page_ != (start + size - 1) / page_)
+    start = round_up(start, page_);
   if (start > size_ || size > size_ - start)
     return fail("arena '{}' is too small for {} ({} bytes requested, {} of {} bytes free); raise -m",
                 name_, what, size, size_ - std::min(used_, size_), size_);

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Arena: one block of shareable memory (a memfd, on hugetlb pages when the machine has them)
-// from which pools and rings are carved. A vhost-user peer maps the same memory by the fd;
-// virtual devices use IOVA = virtual address.
+// from which pools and rings are carved. A vhost-user peer maps the same memory by the fd.
+// IOVA, the address a device is given for DMA: the virtual address (virtual devices, or a
+// device behind an IOMMU), or the physical address of hugetlb pages (a PCI device on
+// uio_pci_generic, which has no IOMMU), learnt from /proc/self/pagemap.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "ws/core/result.hpp"
 
@@ -20,11 +23,18 @@ enum class HugePolicy {
   required,   ///< fail if hugetlb cannot back the arena
 };
 
+/// What a DMA address means (DPDK's --iova-mode).
+enum class IovaMode {
+  va,  ///< IOVA = virtual address
+  pa,  ///< IOVA = physical address: hugetlb pages only (they do not move), pagemap read as root
+};
+
 /// What Arena::create maps.
 struct ArenaOptions {
   std::string name = "wirespeed";          ///< Names the memfd (seen in /proc/PID/maps) and errors.
   std::size_t size_bytes = 0;              ///< Bytes to map, > 0; rounded up to the page size.
   HugePolicy huge = HugePolicy::automatic;  ///< Page size policy.
+  IovaMode iova = IovaMode::va;            ///< What iova() returns: virtual or physical addresses.
 };
 
 /// One block of shareable memory, mapped once and never grown; pools and rings are carved from
@@ -50,8 +60,23 @@ class Arena {
   /// True when [p, p + len) lies inside the arena.
   bool contains(const void* p, std::size_t len) const;
 
+  /// How devices address this memory: virtual addresses (va) or physical ones (pa).
+  IovaMode iova_mode() const { return iova_mode_; }
+  /// The address a device uses for `p` (inside the arena). In pa mode each huge page is
+  /// physically contiguous, so a block that does not cross a page boundary is contiguous for the
+  /// device too: allocate() never makes a block of at most one page cross one.
+  std::uint64_t iova(const void* p) const noexcept {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (iova_mode_ == IovaMode::va) return a;
+    const std::size_t off = a - reinterpret_cast<std::uintptr_t>(base_);
+    return page_iova_[off >> page_shift_] + (off & (page_ - 1));
+  }
+  /// Whether IOVAs are contiguous across the whole arena (va mode), so objects may cross pages.
+  bool iova_contiguous() const { return iova_mode_ == IovaMode::va; }
+
  private:
   Arena(std::string name, int fd, std::byte* base, std::size_t size, std::size_t page, bool huge);
+  Result<void> learn_physical_addresses();
 
   std::string name_;
   int fd_;
@@ -59,11 +84,22 @@ class Arena {
   std::size_t size_;
   std::size_t page_;
   bool huge_;
+  IovaMode iova_mode_ = IovaMode::va;
+  unsigned page_shift_ = 0;
+  std::vector<std::uint64_t> page_iova_;  // pa mode: physical address of each page
   mutable std::mutex mutex_;
   std::size_t used_ = 0;
 };
 
 /// Free 2 MiB huge pages on the machine (0 when hugetlbfs is not configured).
 std::size_t free_huge_pages_2m();
+
+/// The physical address of the page holding `p` (a mapped, populated page) from `pagemap` (a
+/// /proc/PID/pagemap file): bits 0-54 of its 64-bit entry are the page frame number, and read as
+/// zero without CAP_SYS_ADMIN. `what` names the memory in errors.
+Result<std::uint64_t> physical_address(const void* p, const std::string& pagemap, std::string_view what);
+
+/// "va" or "pa".
+std::string_view iova_mode_name(IovaMode m);
 
 }  // namespace ws

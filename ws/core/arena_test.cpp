@@ -8,6 +8,10 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <unistd.h>
+
+#include "ws/core/mbuf.hpp"
+#include "ws/testing/require.hpp"
 
 namespace ws {
 namespace {
@@ -136,6 +140,80 @@ TEST(Arena, RequiredFailsClearlyWithoutHugePages) {
   ASSERT_FALSE(a.has_value());
   EXPECT_NE(a.error().message.find("--no-huge"), std::string::npos) << a.error().message;
   EXPECT_NE(a.error().message.find("need_huge"), std::string::npos) << a.error().message;
+}
+
+TEST(ArenaIova, VirtualModeIsTheAddress) {
+  auto a = make(4 * mib, HugePolicy::never);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->iova_mode(), IovaMode::va);
+  EXPECT_TRUE(a->iova_contiguous());
+  EXPECT_EQ(a->iova(a->base() + 12345), reinterpret_cast<std::uint64_t>(a->base() + 12345));
+}
+
+TEST(ArenaIova, PhysicalModeNeedsHugePages) {
+  auto a = Arena::create({"pa_small_pages", 4 * mib, HugePolicy::never, IovaMode::pa});
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.error().message.find("needs huge pages"), std::string::npos) << a.error().message;
+  EXPECT_NE(a.error().message.find("--no-huge"), std::string::npos) << a.error().message;
+  auto b = Arena::create({"pa_too_big", (free_huge_pages_2m() + 1) * 2 * mib, HugePolicy::automatic, IovaMode::pa});
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("MiB of huge pages"), std::string::npos) << b.error().message;
+  EXPECT_NE(b.error().message.find("nr_hugepages"), std::string::npos) << b.error().message;
+}
+
+TEST(ArenaIova, PagemapWithoutPhysicalAddressesIsAClearError) {
+  // A pagemap entry of a present page whose frame number reads as zero: what a process without
+  // CAP_SYS_ADMIN sees.
+  char tmpl[] = "/tmp/ws_pagemap_XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  static int probe = 0;
+  const auto index = reinterpret_cast<std::uintptr_t>(&probe) / static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const std::uint64_t entry = 1ULL << 63;
+  ASSERT_EQ(::pwrite(fd, &entry, 8, static_cast<off_t>(index * 8)), 8);
+  ::close(fd);
+  auto pa = physical_address(&probe, tmpl, "probe");
+  ::unlink(tmpl);
+  ASSERT_FALSE(pa);
+  EXPECT_NE(pa.error().message.find("CAP_SYS_ADMIN"), std::string::npos) << pa.error().message;
+  auto missing = physical_address(&probe, "/nonexistent/pagemap", "probe");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("/nonexistent/pagemap"), std::string::npos) << missing.error().message;
+}
+
+TEST(ArenaIova, PhysicalModeTranslatesAndKeepsBlocksInOnePage) {
+  WS_REQUIRE(::geteuid() == 0, "IOVA as physical addresses reads /proc/self/pagemap as root");
+  WS_REQUIRE(free_huge_pages_2m() >= 8, "8 free 2 MiB huge pages (nr_hugepages)");
+  auto a = Arena::create({"pa", 16 * mib, HugePolicy::automatic, IovaMode::pa});
+  ASSERT_TRUE(a) << a.error().message;
+  Arena& arena = **a;
+  EXPECT_EQ(arena.iova_mode(), IovaMode::pa);
+  EXPECT_FALSE(arena.iova_contiguous());
+  for (std::size_t page = 0; page < 4; ++page) {
+    const std::byte* p = arena.base() + page * 2 * mib;
+    auto pa = physical_address(p + 100, "/proc/self/pagemap", "check");
+    ASSERT_TRUE(pa) << pa.error().message;
+    EXPECT_EQ(arena.iova(p + 100), *pa);
+    EXPECT_EQ(arena.iova(p) % (2 * mib), 0u) << "a huge page is physically aligned";
+    EXPECT_EQ(arena.iova(p + 2 * mib - 1), arena.iova(p) + 2 * mib - 1);
+  }
+  // A block that would straddle a page boundary starts on the next page.
+  ASSERT_TRUE(arena.allocate(2 * mib - 1000, 64, "filler"));
+  auto block = arena.allocate(4096, 64, "ring");
+  ASSERT_TRUE(block);
+  EXPECT_EQ(static_cast<std::byte*>(*block), arena.base() + 2 * mib);
+  // Mbufs: no object crosses a page, buf_iova is the buffer's physical address.
+  auto pool = PktmbufPool::create(arena, {"pa_pool", 2000, 0});
+  ASSERT_TRUE(pool) << pool.error().message;
+  const Mempool& mp = (*pool)->mempool();
+  for (std::uint32_t i = 0; i < mp.count(); ++i) {
+    auto* m = static_cast<Mbuf*>(mp.object(i));
+    const auto off = static_cast<std::size_t>(reinterpret_cast<std::byte*>(m) - arena.base());
+    ASSERT_EQ(off / (2 * mib), (off + mp.object_bytes() - 1) / (2 * mib)) << "object " << i << " crosses a page";
+    ASSERT_TRUE(mp.owns(m));
+    ASSERT_EQ(m->buf_iova, arena.iova(m->buf_addr));
+  }
+  EXPECT_FALSE(mp.owns(static_cast<std::byte*>(mp.object(0)) + 64));
 }
 
 }  // namespace

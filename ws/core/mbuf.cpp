@@ -11,6 +11,7 @@ namespace {
 void detach(Mbuf* mi) noexcept {
   Mbuf* md = mi->direct;
   mi->buf_addr = mi->own_buffer();
+  mi->buf_iova = mi->own_buf_iova;
   mi->buf_len = mi->own_buf_len;
   mi->data_off = std::min<std::uint16_t>(mi->headroom_default, mi->buf_len);
   mi->data_len = 0;
@@ -132,6 +133,7 @@ Result<std::unique_ptr<PktmbufPool>> PktmbufPool::create(Arena& arena, const Opt
     m->own_buf_len = o.data_room_bytes;
     m->headroom_default = mbuf_default_headroom;
     m->buf_addr = m->own_buffer();
+    m->buf_iova = m->own_buf_iova = arena.iova(m->buf_addr);
     m->buf_len = o.data_room_bytes;
     m->refcnt.store(1, std::memory_order_relaxed);
     m->reset();
@@ -151,6 +153,7 @@ Mbuf* PktmbufPool::clone(Mbuf* m) noexcept {
     Mbuf* md = seg->is_indirect() ? seg->direct : seg;
     md->refcnt.fetch_add(1, std::memory_order_relaxed);  // the holder's reference keeps it alive
     mi->buf_addr = seg->buf_addr;
+    mi->buf_iova = seg->buf_iova;
     mi->buf_len = seg->buf_len;
     mi->data_off = seg->data_off;
     mi->data_len = seg->data_len;

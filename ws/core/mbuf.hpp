@@ -47,6 +47,7 @@ inline constexpr std::uint64_t indirect = 1ULL << 62;  ///< buffer belongs to an
 struct alignas(cache_line_bytes) Mbuf {
   // ---- cache line 0: touched by RX and TX ----
   std::uint8_t* buf_addr;              ///< start of the buffer (own, or the direct mbuf's)
+  std::uint64_t buf_iova;              ///< the device's address of buf_addr (Arena::iova)
   std::uint16_t data_off;              ///< packet data starts at buf_addr + data_off
   std::atomic<std::uint16_t> refcnt;   ///< 1 while one owner holds it; free mbufs hold 1
   std::uint16_t nb_segs;               ///< segments in the chain (first segment only)
@@ -61,7 +62,6 @@ struct alignas(cache_line_bytes) Mbuf {
   std::uint16_t buf_len;               ///< bytes from buf_addr to the buffer's end
   std::uint32_t reserved0;             ///< padding, unused
   std::uint64_t timestamp;             ///< free for drivers and applications (nanoseconds by convention)
-  std::uint64_t user_data;             ///< free for the application
 
   // ---- cache line 1: the rest ----
   Mempool* pool;                       ///< the pool this mbuf returns to
@@ -79,10 +79,12 @@ struct alignas(cache_line_bytes) Mbuf {
     };
   };
   Mbuf* direct;                        ///< for indirect mbufs: whose buffer we use
+  std::uint64_t user_data;             ///< free for the application (line 1, as DPDK's)
+  std::uint64_t own_buf_iova;          ///< buf_iova of this mbuf's own buffer
   std::uint16_t priv_size;             ///< bytes between the Mbuf and its own buffer
   std::uint16_t own_buf_len;           ///< length of this mbuf's own buffer
   std::uint16_t headroom_default;      ///< data_off after reset
-  std::uint8_t reserved1[26];          ///< padding to two cache lines, unused
+  std::uint8_t reserved1[10];          ///< padding to two cache lines, unused
 
   // ---- data access ----
   /// The packet data (of this segment) as a T*.
@@ -137,6 +139,7 @@ static_assert(offsetof(Mbuf, refcnt) < cache_line_bytes && offsetof(Mbuf, ol_fla
                   offsetof(Mbuf, rss_hash) < cache_line_bytes,
               "RX/TX fields must sit in the first cache line");
 static_assert(offsetof(Mbuf, pool) == cache_line_bytes, "line 1 starts with the pool");
+static_assert(offsetof(Mbuf, buf_iova) < cache_line_bytes, "drivers read buf_iova with buf_addr");
 static_assert(std::atomic<std::uint16_t>::is_always_lock_free);
 
 /// Headroom of a fresh mbuf (RTE_PKTMBUF_HEADROOM).

@@ -101,8 +101,12 @@ class Mempool {
   const std::string& name() const { return name_; }             ///< The name given at creation.
   /// True when `p` points at the start of one of this pool's objects.
   bool owns(const void* p) const noexcept;
-  /// The object with index i (0 <= i < count).
-  void* object(std::uint32_t i) const noexcept { return base_ + std::size_t{i} * object_bytes_; }
+  /// The object with index i (0 <= i < count). Objects sit back to back, except in an arena
+  /// whose IOVAs are contiguous only within a page: there no object crosses a page boundary, so
+  /// a device sees each buffer whole (per_page_ objects, then the next page).
+  void* object(std::uint32_t i) const noexcept {
+    return base_ + std::size_t{i / per_page_} * page_bytes_ + std::size_t{i % per_page_} * object_bytes_;
+  }
 
  private:
   struct alignas(cache_line_bytes) Cache {
@@ -110,7 +114,8 @@ class Mempool {
     std::array<void*, mempool_cache_max * 2> objs{};
   };
 
-  Mempool(const MempoolOptions& o, std::byte* base, std::unique_ptr<Ring<void*>> ring);
+  Mempool(const MempoolOptions& o, std::byte* base, std::unique_ptr<Ring<void*>> ring, std::size_t page_bytes,
+          std::uint32_t per_page);
 
   std::string name_;
   std::uint32_t count_;
@@ -118,6 +123,8 @@ class Mempool {
   std::uint32_t cache_size_;
   std::uint32_t flush_threshold_;  // 1.5 x cache size, as DPDK
   std::byte* base_;
+  std::size_t page_bytes_;   // layout unit: per_page_ objects, then the next unit
+  std::uint32_t per_page_;
   std::unique_ptr<Ring<void*>> ring_;
   std::unique_ptr<Cache[]> caches_;  // indexed by lcore id
 };

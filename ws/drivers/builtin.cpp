@@ -3,6 +3,7 @@
 #include "ws/drivers/builtin.hpp"
 
 #include "ws/drivers/af_packet/af_packet_port.hpp"
+#include "ws/drivers/e1000/e1000_port.hpp"
 #ifdef WS_HAVE_AF_XDP
 #include "ws/drivers/af_xdp/af_xdp_port.hpp"
 #endif
@@ -11,6 +12,7 @@
 #include "ws/drivers/ring/ring_port.hpp"
 #include "ws/drivers/tap/tap_port.hpp"
 #include "ws/drivers/vhost/vhost_port.hpp"
+#include "ws/drivers/virtio_pci/virtio_pci_port.hpp"
 #include "ws/drivers/virtio_user/virtio_user_port.hpp"
 
 namespace ws {
@@ -26,6 +28,8 @@ void register_builtin_drivers(DriverRegistry& registry) {
 #endif
   registry.add(make_vhost_driver());
   registry.add(make_virtio_user_driver());
+  registry.add(make_e1000_driver());
+  registry.add(make_virtio_pci_driver());
 }
 
 }  // namespace ws

@@ -34,6 +34,12 @@ Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_b
   set_log_level(options.log_level);
   auto eal = std::unique_ptr<Eal>(new Eal(std::move(options)));
   const EalOptions& o = eal->options_;
+  // PCI devices need physical addresses and their own start-up order (wirespeed-testpmd's
+  // find_pci_devices); until Eal does the same, it refuses them rather than ignore them.
+  if (!o.pci_allow.empty() || (o.iova_mode && *o.iova_mode == IovaMode::pa))
+    return fail("{}: ws::Eal drives virtual devices (--vdev) only; PCI devices and --iova-mode=pa are "
+                "wirespeed-testpmd's for now",
+                !o.pci_allow.empty() ? "-a " + o.pci_allow.front() : std::string("--iova-mode=pa"));
   const auto main = std::find_if(o.lcores.begin(), o.lcores.end(), [&](const LcoreConfig& l) { return l.id == o.main_lcore; });
   if (main == o.lcores.end()) return fail("main lcore {} is not one of the lcores given", o.main_lcore);
   set_lcore_id(main->id);

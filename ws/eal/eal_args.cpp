@@ -72,7 +72,6 @@ Result<std::size_t> parse_socket_mem(std::string_view v) {
 
 // Options whose effect we provide by construction; accepting them keeps scripts unchanged.
 constexpr std::string_view satisfied_flags[] = {
-    "--no-pci",               // there is no PCI bus: every port is a virtual device
     "--in-memory",            // we create no runtime files
     "--single-file-segments", // the arena is always a single memfd
     "--no-shconf", "--no-hpet", "--legacy-mem",
@@ -80,17 +79,25 @@ constexpr std::string_view satisfied_flags[] = {
 constexpr std::string_view satisfied_with_value[] = {
     "-n",              // memory channels: a placement hint for hardware we do not use
     "--huge-dir",      // hugetlb comes from memfd, no mount needed
-    "--iova-mode",     // IOVA is always the virtual address
     "--proc-type",     // only primary processes exist
     "--socket-limit",
 };
 
+// "-a 0000:00:04.0,key=value": the address must parse; the keys are the driver's to check.
+Result<void> check_pci_devargs(std::string_view option, std::string_view v) {
+  const std::string_view addr = v.substr(0, v.find(','));
+  auto a = pci::Address::parse(addr);
+  if (!a) return fail("{} '{}': {}", option, v, a.error().message);
+  return {};
+}
+
 }  // namespace
 
 std::string eal_usage() {
-  return "EAL options: -l LIST | -c MASK | --lcores MAP, --main-lcore N, --vdev DEVICE (repeatable), --no-huge, "
-         "-m MB | --socket-mem MB[,MB], --file-prefix NAME, --log-level LEVEL, and accepted for compatibility: "
-         "--no-pci, --in-memory, --single-file-segments, -n N, --huge-dir DIR, --iova-mode M";
+  return "EAL options: -l LIST | -c MASK | --lcores MAP, --main-lcore N, --vdev DEVICE (repeatable), "
+         "-a|-w PCI_ADDRESS[,key=value...] (repeatable), -b PCI_ADDRESS (repeatable), --no-pci, --iova-mode pa|va, "
+         "--no-huge, -m MB | --socket-mem MB[,MB], --file-prefix NAME, --log-level LEVEL, and accepted for "
+         "compatibility: --in-memory, --single-file-segments, -n N, --huge-dir DIR";
 }
 
 Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
@@ -121,6 +128,25 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
       main_set = true;
     } else if (c.take("--vdev", v)) {
       o.vdevs.push_back(v);
+    } else if (c.take("-a", v) || c.take("-w", v) || c.take("--allow", v) || c.take("--pci-whitelist", v)) {
+      if (auto ok = check_pci_devargs(arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2), v); !ok)
+        return std::unexpected(ok.error());
+      o.pci_allow.push_back(v);
+    } else if (c.take("-b", v) || c.take("--block", v) || c.take("--pci-blacklist", v)) {
+      auto a = pci::Address::parse(v);
+      if (!a) return fail("{} '{}': {}", arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2), v,
+                          a.error().message);
+      o.pci_block.push_back(*a);
+    } else if (c.take("--no-pci", v, false)) {
+      o.no_pci = true;
+    } else if (c.take("--iova-mode", v)) {
+      if (v == "pa") {
+        o.iova_mode = IovaMode::pa;
+      } else if (v == "va") {
+        o.iova_mode = IovaMode::va;
+      } else {
+        return fail("--iova-mode '{}': expected pa (physical addresses, for devices on uio_pci_generic) or va", v);
+      }
     } else if (c.take("--no-telemetry", v, false)) {
       o.telemetry = false;
     } else if (c.take("--no-huge", v, false)) {
@@ -153,6 +179,11 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
     }
     if (c.error) return std::unexpected(*c.error);
   }
+  if (!o.pci_allow.empty() && !o.pci_block.empty())
+    return fail("-a (allow) and -b (block) cannot be used together, as in DPDK: give the devices to use with -a, or "
+                "those to leave with -b");
+  if (o.no_pci && !o.pci_allow.empty())
+    return fail("--no-pci and -a {} together: --no-pci leaves every PCI device alone", o.pci_allow.front());
   if (!lcores_set) {
     // DPDK's default: every CPU we may run on.
     for (unsigned cpu : available_cpus()) o.lcores.push_back({cpu, {cpu}});

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The EAL half of a dpdk-testpmd command line (everything before "--"): lcores, virtual
-// devices, memory. Same option names and meanings as DPDK's EAL.
+// The EAL half of a dpdk-testpmd command line (everything before "--"): lcores, virtual and
+// PCI devices, memory. Same option names and meanings as DPDK's EAL.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <string>
@@ -12,6 +13,7 @@
 #include "ws/core/lcore.hpp"
 #include "ws/core/log.hpp"
 #include "ws/core/result.hpp"
+#include "ws/pci/address.hpp"
 
 namespace ws {
 
@@ -20,6 +22,12 @@ struct EalOptions {
   std::vector<LcoreConfig> lcores;  ///< -l, -c or --lcores; default: one lcore per available CPU
   unsigned main_lcore = 0;          ///< --main-lcore; default: the first lcore
   std::vector<std::string> vdevs;   ///< --vdev device strings, in order
+  /// -a/-w "0000:00:04.0[,key=value...]": only these PCI devices (checked addresses). Neither
+  /// this nor pci_block: every device bound to uio_pci_generic that a driver takes.
+  std::vector<std::string> pci_allow;
+  std::vector<pci::Address> pci_block;  ///< -b: every PCI device but these
+  bool no_pci = false;                  ///< --no-pci: no PCI device at all
+  std::optional<IovaMode> iova_mode;    ///< --iova-mode; unset: pa with PCI devices, else va
   HugePolicy huge = HugePolicy::automatic;  ///< --no-huge: never
   std::size_t memory_mb = 0;        ///< -m / --socket-mem; 0: sized from the pools
   std::string file_prefix = "rte";  ///< --file-prefix: names the arena and runtime files

@@ -213,10 +213,40 @@ TEST(EalArgs, ScenarioCommandLinesParse) {
   ASSERT_EQ(o.vdevs.size(), 1u);
 }
 
+// ---------------------------------------------------------------- EAL: PCI devices
+
+TEST(EalArgs, PciAllowListKeepsDevargsAndAcceptsDpdksForms) {
+  const EalOptions o = eal_ok({"-a", "0000:00:04.0,rxd=512", "-w", "00:05.0", "--allow=0000:00:06.1", "-a0000:00:07.0",
+                               "--iova-mode", "pa", "--vdev", "net_null0"});
+  EXPECT_EQ(o.pci_allow,
+            (std::vector<std::string>{"0000:00:04.0,rxd=512", "00:05.0", "0000:00:06.1", "0000:00:07.0"}));
+  EXPECT_EQ(o.iova_mode, IovaMode::pa);
+  EXPECT_EQ(o.vdevs, std::vector<std::string>{"net_null0"});
+  const EalOptions b = eal_ok({"-b", "0000:00:03.0", "--block=0000:00:04.0", "--iova-mode=va"});
+  ASSERT_EQ(b.pci_block.size(), 2u);
+  EXPECT_EQ(b.pci_block[1].to_string(), "0000:00:04.0");
+  EXPECT_EQ(b.iova_mode, IovaMode::va);
+  EXPECT_TRUE(eal_ok({"--no-pci"}).no_pci);
+  EXPECT_FALSE(eal_ok({}).iova_mode.has_value());
+}
+
+TEST(EalArgs, BadPciAddressesAreRefusedWithTheForm) {
+  for (const char* bad : {"0000:00:04", "0000:00:4.0", "0000:00:20.0", "zz:00.0", "net_null0", "0000:00:04.0x"}) {
+    const std::string e = eal_error(argv({"-a", bad}));
+    EXPECT_HAS(e, "-a");
+    EXPECT_HAS(e, bad);
+    EXPECT_HAS(e, "0000:00:04.0");  // the expected form
+    EXPECT_HAS(eal_error(argv({"-b", bad})), "-b");
+  }
+  EXPECT_HAS(eal_error(argv({"--iova-mode", "dc"})), "pa");
+  EXPECT_HAS(eal_error(argv({"-a", "0000:00:04.0", "-b", "0000:00:05.0"})), "cannot be used together");
+  EXPECT_HAS(eal_error(argv({"--no-pci", "-a", "0000:00:04.0"})), "--no-pci");
+}
+
 // ---------------------------------------------------------------- EAL: errors
 
 TEST(EalArgs, UnknownOptionIsRefusedWithTheAcceptedOnes) {
-  for (const char* bad : {"--bogus", "--pci-whitelist", "-w", "--base-virtaddr=0x1000"}) {
+  for (const char* bad : {"--bogus", "--vfio-intr=legacy", "-d", "--base-virtaddr=0x1000"}) {
     const std::string e = eal_error(argv({bad}));
     EXPECT_HAS(e, std::string("'") + bad + "'");
     EXPECT_HAS(e, "EAL");
@@ -230,7 +260,7 @@ TEST(EalArgs, UnknownOptionIsRefusedWithTheAcceptedOnes) {
 
 TEST(EalArgs, MissingValueNamesTheOption) {
   for (const char* opt : {"-l", "--lcores", "-c", "--vdev", "-m", "--socket-mem", "--file-prefix", "--log-level",
-                          "--main-lcore", "-n"}) {
+                          "--main-lcore", "-n", "-a", "-w", "-b", "--iova-mode"}) {
     const std::string e = eal_error(argv({"--no-huge", opt}));
     EXPECT_HAS(e, opt);
     EXPECT_HAS(e, "needs a value");

@@ -18,6 +18,7 @@ Mbuf* attach_range(PktmbufPool& pool, Mbuf* seg, std::uint32_t off, std::uint32_
   Mbuf* md = seg->is_indirect() ? seg->direct : seg;
   md->refcnt.fetch_add(1, std::memory_order_relaxed);  // as clone(): the holder's reference keeps it alive
   mi->buf_addr = seg->buf_addr;
+  mi->buf_iova = seg->buf_iova;
   mi->buf_len = seg->buf_len;
   mi->data_off = static_cast<std::uint16_t>(seg->data_off + off);
   mi->data_len = static_cast<std::uint16_t>(len);

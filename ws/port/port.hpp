@@ -198,6 +198,11 @@ class Port {
   void publish_tx(std::uint16_t queue, Q* q) {
     tx_table_[queue] = {&tx_trampoline<Q>, q};
   }
+  /// A queue made by make_rx_variant/make_tx_variant (variant.hpp): its entry() carries the
+  /// burst function of its exact type.
+  void publish_rx(std::uint16_t queue, BurstEntry e) { rx_table_[queue] = e; }
+  /// As publish_rx(queue, BurstEntry), for TX queue `queue`.
+  void publish_tx(std::uint16_t queue, BurstEntry e) { tx_table_[queue] = e; }
   /// Helpers for drivers summing their queues' counters.
   static void add_rx(PortStats& s, const RxQueueCounters& c);
   /// As add_rx, for a TX queue's counters.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ws/port/driver.hpp"
+#include "ws/port/variant.hpp"
 
 namespace ws {
 namespace {
@@ -380,6 +381,33 @@ TEST(DriverRegistry, CreatesPortsAndReportsErrors) {
   auto bad_syntax = reg.create_port("net_fake0,n", {});  // a bare key is for booleans only
   ASSERT_FALSE(bad_syntax.has_value());
   EXPECT_NE(bad_syntax.error().message.find("key 'n' has no value, expected key=value"), std::string::npos) << bad_syntax.error().message;
+}
+
+// Variants: the instance the flags name, and a burst entry that calls exactly it.
+struct VariantBase : QueueBase {
+  virtual ~VariantBase() = default;
+  virtual unsigned flags() const = 0;
+};
+template <bool A, bool B, bool C>
+struct Variant final : VariantBase {
+  unsigned flags() const override { return (A ? 4u : 0u) | (B ? 2u : 0u) | (C ? 1u : 0u); }
+  std::uint16_t rx_burst(Mbuf**, std::uint16_t n) noexcept { return static_cast<std::uint16_t>(n * 10 + flags()); }
+  std::uint16_t tx_burst(Mbuf**, std::uint16_t n) noexcept { return static_cast<std::uint16_t>(n * 100 + flags()); }
+};
+
+TEST(QueueVariant, EveryCombinationIsBuiltAndPublishedWithItsOwnBurst) {
+  for (unsigned f = 0; f < 8; ++f) {
+    const bool a = f & 4, b = f & 2, c = f & 1;
+    auto rx = make_rx_variant<VariantBase, Variant>(a, b, c);
+    auto tx = make_tx_variant<VariantBase, Variant>(a, b, c);
+    ASSERT_NE(rx.get(), nullptr);
+    EXPECT_EQ(rx->flags(), f);
+    EXPECT_EQ(tx->flags(), f);
+    const BurstEntry re = rx.entry(), te = tx.entry();
+    EXPECT_EQ(re.queue, static_cast<QueueBase*>(rx.get()));
+    EXPECT_EQ(re.fn(re.queue, nullptr, 3), 30 + f) << "the RX burst of Variant<" << a << b << c << ">";
+    EXPECT_EQ(te.fn(te.queue, nullptr, 3), 300 + f);
+  }
 }
 
 }  // namespace

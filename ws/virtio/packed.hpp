@@ -395,6 +395,11 @@ class PackedDriver {
   // Control path. Also resets a running ring to its first state (index 0, wrap counters 1, every
   // id free) once drain() has taken the outstanding chains and the ring memory is zeroed: what a
   // new device is then given with SET_VRING_BASE 0x8000.
+  void init(const RingArea& a, QueueHealth* health, bool event_idx) {
+    init(PackedRing{a.size, reinterpret_cast<PackedDesc*>(a.desc), reinterpret_cast<EventSuppress*>(a.driver),
+                    reinterpret_cast<EventSuppress*>(a.device)},
+         health, event_idx);
+  }
   void init(const PackedRing& ring, QueueHealth* health, bool event_idx) {
     ring_ = ring;
     health_ = health;

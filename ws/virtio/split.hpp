@@ -259,6 +259,11 @@ class SplitDriver {
   // reclaim reads only used->idx (and the lengths the caller asks for), never the ids: the
   // device may skip the entries of a batch but the last (§2.7.8.2), and a TX ring's used lines
   // stay the device's to write.
+  void init(const RingArea& a, QueueHealth* health, bool event_idx) {
+    init(SplitRing{a.size, reinterpret_cast<SplitDesc*>(a.desc), reinterpret_cast<std::uint16_t*>(a.driver),
+                   reinterpret_cast<std::uint16_t*>(a.device)},
+         health, event_idx);
+  }
   void init(const SplitRing& ring, QueueHealth* health, bool event_idx) {
     ring_ = ring;
     mask_ = static_cast<std::uint16_t>(ring.size - 1);

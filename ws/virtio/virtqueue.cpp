@@ -28,6 +28,7 @@ std::string_view queue_error_name(QueueError e) noexcept {
     case QueueError::too_many_taken: return "too_many_taken";
     case QueueError::used_bad_id: return "used_bad_id";
     case QueueError::used_index_jump: return "used_index_jump";
+    case QueueError::used_bad_length: return "used_bad_length";
     case QueueError::count_: break;
   }
   return "unknown";

@@ -21,6 +21,28 @@ inline constexpr std::uint16_t avail = 1 << 7;  // packed only
 inline constexpr std::uint16_t used = 1 << 15;  // packed only
 }  // namespace desc_flag
 
+// The three areas of one virtqueue as the driver lays them out in its memory (virtio 1.2 §2.6:
+// Descriptor Area, Driver Area, Device Area), whichever the format: a split ring reads them as
+// descriptor table, available ring and used ring (§2.7), a packed ring as descriptor ring,
+// driver and device event suppression (§2.8). Both driver engines start from one of these.
+struct RingArea {
+  std::uint32_t size = 0;
+  std::byte* desc = nullptr;    // 16-byte aligned
+  std::byte* driver = nullptr;  // 4-byte aligned (2 for split, 4 for packed)
+  std::byte* device = nullptr;  // 4-byte aligned
+};
+
+// Bytes one ring of `n` entries needs for either format (the split sizes, each area on its own
+// 64-byte line), and the areas carved from `base` (zeroed by the caller).
+constexpr std::size_t ring_area_line(std::size_t n) { return (n + 63) & ~std::size_t{63}; }
+constexpr std::size_t ring_area_bytes(std::uint32_t n) {
+  return ring_area_line(16u * n) + ring_area_line(2u * (3u + n)) + 6u + 8u * n;
+}
+inline RingArea carve_ring_area(std::byte* base, std::uint32_t n) {
+  const std::size_t desc = ring_area_line(16u * n);
+  return {n, base, base + desc, base + desc + ring_area_line(2u * (3u + n))};
+}
+
 // Largest queue size a vhost-user frontend may configure (virtio 1.2 §2.6: Queue Size ≤ 32768).
 inline constexpr std::uint32_t queue_size_max = 32768;
 
@@ -43,6 +65,8 @@ enum class QueueError : std::uint8_t {
                          // (the driver made a slot we hold available again)
   used_bad_id,           // driver side: device returned an id we never posted
   used_index_jump,       // driver side: used idx moved by more than was outstanding
+  used_bad_length,       // driver side: an RX length beyond the buffer posted, shorter than the
+                         // virtio-net header, or a mergeable packet of zero buffers
   count_
 };
 inline constexpr std::size_t queue_error_count = static_cast<std::size_t>(QueueError::count_);

@@ -1,31 +1,35 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// virtio_user hot path: RX reclaims filled buffers into mbufs and reposts fresh ones; TX posts
-// mbufs (header pushed into the headroom when the mbuf is ours alone, else a shared zero header
-// descriptor) and frees what the device has consumed. Template instances per ring layout and
-// MRG_RXBUF, picked once after negotiation.
+// The virtio-net driver's queues, whatever carries them (vhost-user for virtio_user, the PCI
+// transport for net_virtio): RX reclaims filled buffers into mbufs and reposts fresh ones; TX
+// posts mbufs (header pushed into the headroom when the mbuf is ours alone, else a shared zero
+// header descriptor) and frees what the device has consumed. Instances per ring format,
+// IN_ORDER, MRG_RXBUF and offloads are picked once after negotiation (make_rx_variant); the
+// transport adds two things to the hot path, both inline: the address a device uses for a
+// buffer and how a queue notifies the device (the Transport parameter, see VhostUserHotPath and
+// PciHotPath).
 #pragma once
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "ws/core/burst_gate.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
+#include "ws/virtio/driver_engine.hpp"
 #include "ws/virtio/net_hdr.hpp"
 #include "ws/virtio/net_offload.hpp"
 #include "ws/virtio/notifier.hpp"
-#include "ws/virtio/packed.hpp"
-#include "ws/virtio/split.hpp"
 
-namespace ws::virtio_user_pmd {
+namespace ws::virtio {
 
-template <bool Packed, bool InOrder>
-using DriverEngine =
-    std::conditional_t<Packed, virtio::PackedDriver<Mbuf*, InOrder>, virtio::SplitDriver<Mbuf*, InOrder>>;
+struct QueueCommon;
 
-inline std::uint64_t iova(const void* p) noexcept { return reinterpret_cast<std::uint64_t>(p); }  // IOVA = VA
+// What a transport puts in the hot path: T::buffer_addr(m), the address the device uses for the
+// start of m's buffer, and T::notify(q), the kick once the device asked for one.
+template <class T>
+concept QueueTransport = requires(const Mbuf* m, QueueCommon& q) {
+  { T::buffer_addr(m) } noexcept -> std::same_as<std::uint64_t>;
+  { T::notify(q) } noexcept;
+};
 
 
 // Frees every chain the device has completed and no burst reclaimed yet; returns how many. A
@@ -46,22 +50,18 @@ std::uint32_t free_completed(Engine& engine) noexcept {
 // Control-path view of a queue, whatever its variant.
 struct QueueCommon : QueueBase {
   virtual ~QueueCommon() = default;
-  virtual void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool event_idx) = 0;
+  virtual void init(const RingArea& area, bool event_idx) = 0;
   virtual std::uint32_t fill() = 0;        // RX: post buffers; returns how many
   // Ring stopped (or gate closed): frees what the ring holds. Returns how many packets that
   // drops: TX, those taken but never completed by the device; RX, buffers the device filled
   // that no burst took (one per packet, or per part of a mergeable one) and a mergeable packet
   // cut short.
   virtual std::uint32_t release_mbufs() = 0;
-  virtio::QueueHealth health;
-  int kick_fd = -1;
-  // Writes kick_fd for us: the backend shares its open file description and could make a write
-  // from the lcore block (notifier.hpp).
-  virtio::Notifier* notifier = nullptr;
-  std::uint32_t ring = 0;  // this queue's ring index, the notifier's slot
-  void kick() noexcept {
-    if (notifier != nullptr) notifier->signal(ring);
-  }
+  QueueHealth health;
+  // The transport's notification target (a Notifier for vhost-user, a notify register for
+  // PCI), and this queue's index there; nullptr: the device is never notified.
+  void* notify_target = nullptr;
+  std::uint32_t ring = 0;
   // The lcore enters around each burst; the control path closes it to reset the ring.
   BurstGate gate;
   // Packets dropped by ring resets (a packed ring given to a new backend); control path only.
@@ -79,16 +79,12 @@ struct alignas(cache_line_bytes) RxCommon : QueueCommon {
 
 // InOrder: IN_ORDER negotiated. Offload: the device's header (GUEST_CSUM/GUEST_TSO negotiated)
 // becomes mbuf flags.
-template <bool Packed, bool InOrder, bool Mergeable, bool Offload>
+template <QueueTransport T, bool Packed, bool InOrder, bool Mergeable, bool Offload>
 struct VirtioRx final : RxCommon {
-  DriverEngine<Packed, InOrder> engine;
+  DriverEngine<Packed, InOrder, Mbuf*> engine;
 
-  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool event_idx) override {
-    if constexpr (Packed) {
-      engine.init(p, &health, event_idx);
-    } else {
-      engine.init(s, &health, event_idx);
-    }
+  void init(const RingArea& area, bool event_idx) override {
+    engine.init(area, &health, event_idx);
     engine.suppress_interrupts(true);  // we poll
   }
   std::uint32_t fill() override { return refill(0xffff); }
@@ -118,23 +114,22 @@ struct VirtioRx final : RxCommon {
       }
       for (std::uint32_t i = 0; i < k; ++i) {
         Mbuf* m = fresh[i];
-        const virtio::Buffer b{iova(m->buf_addr + m->headroom_default - virtio::net_hdr_bytes),
-                               static_cast<std::uint32_t>(m->buf_len - m->headroom_default + virtio::net_hdr_bytes),
-                               true};
+        const Buffer b{T::buffer_addr(m) + m->headroom_default - net_hdr_bytes,
+                       static_cast<std::uint32_t>(m->buf_len - m->headroom_default + net_hdr_bytes), true};
         engine.post(&b, 1, m);
       }
       posted = static_cast<std::uint16_t>(posted + k);
       want -= k;
     }
-    if (posted > 0 && engine.publish()) kick();
+    if (posted > 0 && engine.publish()) T::notify(*this);
     return posted;
   }
 
   // The header of a complete packet still sits in its first buffer's headroom.
   static void apply_offloads(Mbuf* m) noexcept {
-    virtio::NetHdr hdr;
-    std::memcpy(&hdr, m->buf_addr + m->headroom_default - virtio::net_hdr_bytes, sizeof hdr);
-    if (virtio::check_net_hdr(hdr, m->pkt_len) == virtio::NetHdrCheck::ok) virtio::rx_net_hdr_to_offload(hdr, *m);
+    NetHdr hdr;
+    std::memcpy(&hdr, m->buf_addr + m->headroom_default - net_hdr_bytes, sizeof hdr);
+    if (check_net_hdr(hdr, m->pkt_len) == NetHdrCheck::ok) rx_net_hdr_to_offload(hdr, *m);
   }
 
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
@@ -155,23 +150,27 @@ struct VirtioRx final : RxCommon {
     for (std::uint16_t i = 0; i < k; ++i) {
       Mbuf* m = done[i];
       const std::uint32_t len = lens[i];
-      const std::uint32_t cap = m->buf_len - m->headroom_default + virtio::net_hdr_bytes;
+      const std::uint32_t cap = m->buf_len - m->headroom_default + net_hdr_bytes;
       const bool first = !Mergeable || partial_left == 0;
-      if ((first && len < virtio::net_hdr_bytes) || len > cap) [[unlikely]] {
+      // A device that writes past what we gave it, or less than a header, is broken: the
+      // queue stops (as for a bad used id), the process goes on.
+      if ((first && len < net_hdr_bytes) || len > cap) [[unlikely]] {
         counters.errors.add(1);
+        health.report(QueueError::used_bad_length, len);
         mbuf_free(m);
         continue;
       }
       if (first) {
         m->data_off = m->headroom_default;
-        m->data_len = static_cast<std::uint16_t>(len - virtio::net_hdr_bytes);
+        m->data_len = static_cast<std::uint16_t>(len - net_hdr_bytes);
         m->pkt_len = m->data_len;
         m->port = port_id;
         if constexpr (Mergeable) {
-          virtio::NetHdr hdr;
-          std::memcpy(&hdr, m->buf_addr + m->headroom_default - virtio::net_hdr_bytes, sizeof hdr);
+          NetHdr hdr;
+          std::memcpy(&hdr, m->buf_addr + m->headroom_default - net_hdr_bytes, sizeof hdr);
           if (hdr.num_buffers == 0) [[unlikely]] {
             counters.errors.add(1);
+            health.report(QueueError::used_bad_length, 0);
             mbuf_free(m);
             continue;
           }
@@ -185,7 +184,7 @@ struct VirtioRx final : RxCommon {
         bytes += m->pkt_len;
         pkts[got++] = m;
       } else {
-        m->data_off = static_cast<std::uint16_t>(m->headroom_default - virtio::net_hdr_bytes);
+        m->data_off = static_cast<std::uint16_t>(m->headroom_default - net_hdr_bytes);
         m->data_len = static_cast<std::uint16_t>(len);
         partial_tail->next = m;
         partial_tail = m;
@@ -208,22 +207,18 @@ struct VirtioRx final : RxCommon {
 
 struct alignas(cache_line_bytes) TxCommon : QueueCommon {
   std::uint64_t zero_hdr = 0;  // IOVA of a zeroed 12-byte header in shared memory
-  virtio::HdrOffloads offload;  // what the device takes in our headers (offload variant only)
+  HdrOffloads offload;  // what the device takes in our headers (offload variant only)
   TxQueueCounters counters;
 };
 
 // Offload: TX checksum/TSO requests go into the pushed header; a packet that cannot carry its
 // own header (shared, chained) has its checksums done in software and a TSO request refused.
-template <bool Packed, bool InOrder, bool Offload>
+template <QueueTransport T, bool Packed, bool InOrder, bool Offload>
 struct VirtioTx final : TxCommon {
-  DriverEngine<Packed, InOrder> engine;
+  DriverEngine<Packed, InOrder, Mbuf*> engine;
 
-  void init(const virtio::SplitRing& s, const virtio::PackedRing& p, bool event_idx) override {
-    if constexpr (Packed) {
-      engine.init(p, &health, event_idx);
-    } else {
-      engine.init(s, &health, event_idx);
-    }
+  void init(const RingArea& area, bool event_idx) override {
+    engine.init(area, &health, event_idx);
     engine.suppress_interrupts(true);
   }
   std::uint32_t fill() override { return 0; }
@@ -251,7 +246,7 @@ struct VirtioTx final : TxCommon {
   std::uint16_t transmit(Mbuf** pkts, std::uint16_t n) noexcept {
     free_completed(engine);  // what the device has consumed
     constexpr std::uint16_t max_segs = 63;
-    virtio::Buffer b[max_segs + 1];
+    Buffer b[max_segs + 1];
     std::uint16_t sent = 0, posted = 0;  // taken (posted or dropped), and posted
     std::uint64_t bytes = 0;
     for (; sent < n; ++sent) {
@@ -264,29 +259,30 @@ struct VirtioTx final : TxCommon {
       std::uint16_t cnt = 0;
       // Push the header into the headroom when nobody else sees this buffer (DPDK's can_push).
       const bool push = m->refcnt.load(std::memory_order_relaxed) == 1 && !m->is_indirect() && m->nb_segs == 1 &&
-                        m->data_off >= virtio::net_hdr_bytes;
+                        m->data_off >= net_hdr_bytes;
       if constexpr (Offload) {
-        virtio::NetHdr hdr{};
-        if (!virtio::tx_offload_to_net_hdr(*m, hdr, push ? offload : virtio::HdrOffloads{})) [[unlikely]] {
+        NetHdr hdr{};
+        if (!tx_offload_to_net_hdr(*m, hdr, push ? offload : HdrOffloads{})) [[unlikely]] {
           counters.errors.add(1);
           mbuf_free(m);
           continue;
         }
-        if (push) virtio::store_net_hdr(reinterpret_cast<std::byte*>(m->data() - virtio::net_hdr_bytes), hdr);
+        if (push) store_net_hdr(reinterpret_cast<std::byte*>(m->data() - net_hdr_bytes), hdr);
       }
       if (push) {
-        std::uint8_t* h = m->data() - virtio::net_hdr_bytes;
-        if constexpr (!Offload) virtio::store_plain_net_hdr(reinterpret_cast<std::byte*>(h), 0);
-        b[cnt++] = {iova(h), static_cast<std::uint32_t>(m->data_len + virtio::net_hdr_bytes), false};
+        std::uint8_t* h = m->data() - net_hdr_bytes;
+        if constexpr (!Offload) store_plain_net_hdr(reinterpret_cast<std::byte*>(h), 0);
+        b[cnt++] = {T::buffer_addr(m) + m->data_off - net_hdr_bytes,
+                    static_cast<std::uint32_t>(m->data_len + net_hdr_bytes), false};
       } else {
-        b[cnt++] = {zero_hdr, virtio::net_hdr_bytes, false};
-        for (Mbuf* s = m; s != nullptr; s = s->next) b[cnt++] = {iova(s->data()), s->data_len, false};
+        b[cnt++] = {zero_hdr, net_hdr_bytes, false};
+        for (Mbuf* s = m; s != nullptr; s = s->next) b[cnt++] = {T::buffer_addr(s) + s->data_off, s->data_len, false};
       }
       if (!engine.post(b, cnt, m)) break;
       ++posted;
       bytes += m->pkt_len;
     }
-    if (posted > 0 && engine.publish()) kick();
+    if (posted > 0 && engine.publish()) T::notify(*this);
     if (sent < n) counters.full.add(n - sent);
     counters.packets.add(posted);  // the dropped ones are in errors: taken, not sent
     counters.bytes.add(bytes);
@@ -294,4 +290,4 @@ struct VirtioTx final : TxCommon {
   }
 };
 
-}  // namespace ws::virtio_user_pmd
+}  // namespace ws::virtio

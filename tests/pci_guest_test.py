@@ -1,0 +1,599 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Our PCI poll-mode drivers on QEMU's emulated NICs, inside a Linux guest (TCG), each scenario
+run twice in the same guest: with our wirespeed-testpmd and with Debian's dpdk-testpmd (22.11,
+its e1000 and virtio PMDs loaded with -d) on the same devices, bound to uio_pci_generic, with
+the same assertions. The host side checks
+what came out: frames sent in and out of the guest as UDP datagrams (QEMU's dgram netdev) are
+compared byte for byte and counted exactly, what the guest transmits is also captured by QEMU's
+filter-dump, and a kernel in a network namespace pings through a tap NIC. Rates inside the
+guest are reported side by side (pci_guest_results.json in the work directory); TCG rates are no
+hardware rates, and nothing is gated on them.
+
+The guest binary is the `portable` preset's wirespeed-testpmd (no -march=native: TCG emulates up
+to AVX2); main() builds it (a no-op when up to date).
+
+QEMU, the guest kernel (scripts/fetch-guest-kernel), busybox-static and dpdk-testpmd are needed,
+and root for the tap NIC: without them the tests skip, except under CI where they fail.
+
+usage: pci_guest_test.py --binary PORTABLE_TESTPMD --source REPO [--work DIR] [unittest options]
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import netns
+import testpmd_harness
+from guest import image, qemu
+
+BINARY = None  # the guest build of wirespeed-testpmd, set from --binary
+WORK = None    # guest images and results (--work; the build tree)
+DPDK = shutil.which("dpdk-testpmd")
+PMD_DIR = (sorted(glob.glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*")) or [None])[-1]
+DPDK_PLUGINS = ["librte_net_e1000.so", "librte_net_virtio.so", "librte_mempool_ring.so"]
+KERNEL = image.find_kernel()
+KINDS = ("ours", "dpdk")
+HUGEPAGES = 96            # 2 MiB pages reserved in the guest: one testpmd at a time
+POOL = ["--total-num-mbufs=8192"]
+
+# The guest's NICs, by PCI slot (0000:00:SLOT.0 in the guest): 82574L (e1000e) and virtio-net
+# (modern) on UDP sockets of the test (dgram), in pairs on QEMU hubs, on taps in a namespace.
+E1000_A, E1000_B, E1000_HUB_A, E1000_HUB_B, E1000_TAP = 4, 5, 6, 7, 8
+VIRTIO_C, VIRTIO_PACKED_D, VIRTIO_HUB_A, VIRTIO_HUB_B, VIRTIO_MQ_TAP, VIRTIO_KERNEL = 9, 10, 11, 12, 13, 14
+DGRAM = {E1000_A: "e1000e", E1000_B: "e1000e", VIRTIO_C: "virtio-net-pci", VIRTIO_PACKED_D: "virtio-net-pci"}
+RESULTS = {}  # scenario -> kind -> rate (Mpps inside the guest)
+
+
+def bdf(slot):
+    return "0000:00:{:02x}.0".format(slot)
+
+
+def mac(slot):
+    return "52:54:00:12:00:{:02x}".format(slot)
+
+
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+
+
+def read_pcap(path):
+    """The frames of a classic pcap file (what QEMU's filter-dump writes)."""
+    frames = []
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return frames
+    if len(data) < 24:
+        return frames
+    endian = "<" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">"
+    off = 24
+    while off + 16 <= len(data):
+        _, _, caplen, _ = struct.unpack(endian + "IIII", data[off:off + 16])
+        off += 16
+        if off + caplen > len(data):
+            break  # a record still being written
+        frames.append(data[off:off + caplen])
+        off += caplen
+    return frames
+
+
+def udp_frame(dst_mac, seq, length, tag):
+    """An Ethernet/IPv4/UDP frame of `length` bytes whose payload carries `tag` and `seq`, so
+    every frame is distinct and can be found again byte for byte."""
+    eth = bytes.fromhex(dst_mac.replace(":", "")) + bytes.fromhex("02aabbccdd{:02x}".format(tag)) + b"\x08\x00"
+    payload_len = length - 14 - 20 - 8
+    payload = struct.pack("!BI", tag, seq) + bytes((seq + i) & 0xff for i in range(payload_len - 5))
+    udp = struct.pack("!HHHH", 1000 + tag, 2000, 8 + payload_len, 0) + payload
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), seq & 0xffff, 0, 64, 17, 0,
+                               bytes([10, 99, 71, tag]), bytes([10, 99, 72, 1])))
+    s = sum(struct.unpack("!10H", bytes(ip)))
+    s = (s & 0xffff) + (s >> 16)
+    s = (s & 0xffff) + (s >> 16)
+    ip[10:12] = struct.pack("!H", ~s & 0xffff)
+    return eth + bytes(ip) + udp
+
+
+class Host:
+    """The test's end of one dgram NIC: a UDP socket; frames sent to QEMU's port enter the guest,
+    frames the guest sends arrive here."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        # QEMU's end, made here so that its receive buffer can be large: QEMU stops reading it
+        # while the guest's RX ring is full, and the default buffer (~200 small frames) overflows
+        # when the guest's vCPU is descheduled on a loaded host. SO_RCVBUFFORCE needs root, as
+        # the test does; without it the buffer is capped by net.core.rmem_max.
+        self.qemu_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self.qemu_sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
+        except PermissionError:
+            self.qemu_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.qemu_sock.bind(("127.0.0.1", 0))
+        self.qemu_sock.connect(("127.0.0.1", self.port))
+        self.guest_port = self.qemu_sock.getsockname()[1]
+
+    def send(self, frames, per_ms=2):
+        """Sends paced (per_ms frames a millisecond) so the guest's RX ring keeps up under TCG."""
+        for i, f in enumerate(frames):
+            self.sock.sendto(f, ("127.0.0.1", self.guest_port))
+            if i % per_ms == per_ms - 1:
+                time.sleep(0.001)
+
+    def drain(self, timeout=0.5):
+        """Every frame received until nothing came for `timeout` seconds."""
+        out = []
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                out.append(self.sock.recv(65536))
+        except socket.timeout:
+            pass
+        return out
+
+    def close(self):
+        self.sock.close()
+        self.qemu_sock.close()
+
+
+class Run:
+    """One testpmd run in the guest (ours or DPDK's): its console output, its final counters
+    and the rates it printed each second."""
+
+    def __init__(self, kind, output):
+        self.kind = kind
+        self.output = output
+        self.summary = None
+        m = re.search(r"@@json (\{.*\})", output)
+        if m:
+            self.summary = json.loads(m.group(1))
+
+    def periods(self, key):
+        """Per stats block, the sum over ports of the `key` ("Tx-pps" or "Rx-pps") lines."""
+        blocks = self.output.split("Port statistics ====")[1:]
+        return [sum(int(v) for v in re.findall(key + r":\s+(\d+)", b)) for b in blocks]
+
+    def rate_mpps(self, key="Tx-pps"):
+        """The median per-second rate, first and last (partial) periods left out."""
+        p = self.periods(key)
+        p = p[1:-1] if len(p) > 3 else p
+        return statistics.median(p) / 1e6 if p else 0.0
+
+    def port_totals(self):
+        """{port: (rx, tx)} of forwarded packets: ours from its summary, DPDK's from its forward
+        statistics."""
+        if self.kind == "ours":
+            return {p["id"]: (p["rx_packets"], p["tx_packets"]) for p in self.summary["ports"]}
+        out = {}
+        for port, body in re.findall(r"Forward statistics for port (\d+)\s+-+\n(.*?)-{20,}", self.output, re.S):
+            rx = int(re.search(r"RX-packets:\s+(\d+)", body).group(1))
+            tx = int(re.search(r"TX-packets:\s+(\d+)", body).group(1))
+            out[int(port)] = (rx, tx)
+        return out
+
+
+def need_guest(test):
+    """The requirements of every test here, then the one guest (booted by the first test)."""
+    testpmd_harness.require_program(test, "qemu-system-x86_64", "qemu-system-x86")
+    testpmd_harness.require(test, KERNEL, "no guest kernel in {} (scripts/fetch-guest-kernel)".format(image.CACHE))
+    testpmd_harness.require(test, os.path.exists(image.BUSYBOX),
+                            "{} is not there (Debian package busybox-static)".format(image.BUSYBOX))
+    testpmd_harness.require(test, DPDK and PMD_DIR, "dpdk-testpmd and its PMDs (Debian package dpdk)")
+    test.t0 = time.monotonic()
+    if PciGuest.guest is None or not PciGuest.guest.alive():
+        PciGuest._boot()
+
+
+class PciGuest(unittest.TestCase):
+    """Each scenario_* runs as test_<scenario>_<kind>, all in one guest (the module's)."""
+
+    guest = None
+    hosts = None
+    ns = None
+    tmp = None
+
+    @classmethod
+    def _stop_guest(cls):
+        if cls.guest is not None:
+            cls.guest.poweroff(10)
+            cls.guest = None
+        for h in (cls.hosts or {}).values():
+            h.close()
+        cls.hosts = None
+        if cls.ns is not None:
+            cls.ns.delete()
+            cls.ns = None
+
+    def setUp(self):
+        need_guest(self)
+
+    def tearDown(self):
+        sys.stderr.write("[{}] {:.1f} s\n".format(self.id().split(".")[-1], time.monotonic() - self.t0))
+
+    # ---- the guest ----
+    @classmethod
+    def _image(cls):
+        plugins = [os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS]
+        return image.Image(KERNEL, modules=image.NET_MODULES + image.UIO_MODULES,
+                           binaries=[BINARY, DPDK] + plugins).build(WORK, "pci")
+
+    @classmethod
+    def _boot(cls):
+        cls._stop_guest()
+        cls.hosts = {slot: Host() for slot in DGRAM}
+        nics = []
+        for slot, model in DGRAM.items():
+            nic = qemu.pci_nic_args(model, qemu.dgram_netdev("n{}".format(slot), cls.hosts[slot].qemu_sock.fileno()),
+                                    slot, mac(slot), dump=os.path.join(cls.tmp, "tx{}.pcap".format(slot)))
+            if slot == VIRTIO_PACKED_D:
+                nic[3] += ",packed=on"
+            nics.append(nic)
+        for slot, model, hub in ((E1000_HUB_A, "e1000e", 1), (E1000_HUB_B, "e1000e", 1),
+                                 (VIRTIO_HUB_A, "virtio-net-pci", 2), (VIRTIO_HUB_B, "virtio-net-pci", 2),
+                                 (VIRTIO_KERNEL, "virtio-net-pci", 3)):
+            nics.append(qemu.pci_nic_args(model, "hubport,id=n{},hubid={}".format(slot, hub), slot, mac(slot)))
+        taps = {}
+        if os.geteuid() == 0 and shutil.which("ip"):
+            taps = {E1000_TAP: "wspe{}".format(os.getpid() % 100000), VIRTIO_MQ_TAP: "wspv{}".format(os.getpid() % 100000)}
+            nics.append(qemu.pci_nic_args("e1000e", "tap,id=n{},ifname={},script=no,downscript=no".format(
+                E1000_TAP, taps[E1000_TAP]), E1000_TAP, mac(E1000_TAP)))
+            nic = qemu.pci_nic_args("virtio-net-pci", "tap,id=n{},ifname={},script=no,downscript=no,queues=2".format(
+                VIRTIO_MQ_TAP, taps[VIRTIO_MQ_TAP]), VIRTIO_MQ_TAP, mac(VIRTIO_MQ_TAP))
+            nic[3] += ",mq=on,vectors=6"
+            nics.append(nic)
+        nics.append(["-monitor", "unix:{},server=on,wait=off".format(os.path.join(cls.tmp, "monitor.sock"))])
+        cls.guest = qemu.Guest(KERNEL, cls._image(), nics=nics, smp=2, mem_mb=768, shared_memory=False,
+                               append="ws.hugepages={}".format(HUGEPAGES), log=os.path.join(cls.tmp, "console.log"),
+                               name="pci guest", pass_fds=[h.qemu_sock.fileno() for h in cls.hosts.values()]).start()
+        cls.guest.wait_ready(180)
+        if taps:  # the taps QEMU made go into a namespace of the test's, with the host's addresses
+            cls.ns = netns.Netns("pci")
+            ns = cls.ns.ns("h")
+            for i, (slot, tap) in enumerate(sorted(taps.items())):
+                netns.sh("ip", "link", "set", tap, "netns", ns)
+                netns.sh("ip", "addr", "add", "10.99.{}.1/24".format(73 + i), "dev", tap, ns=ns)
+                netns.sh("ip", "link", "set", tap, "up", ns=ns)
+            cls.tap_ns = ns
+            cls.taps = taps
+        # As an administrator would: each NIC we drive leaves the kernel's driver for
+        # uio_pci_generic; VIRTIO_KERNEL stays with virtio-pci.
+        slots = sorted(set(DGRAM) | {E1000_HUB_A, E1000_HUB_B, VIRTIO_HUB_A, VIRTIO_HUB_B} | set(taps))
+        bind = "; ".join("d={d}; p=/sys/bus/pci/devices/$d; {{ [ ! -e $p/driver ] || echo $d > $p/driver/unbind; }} && "
+                         "echo uio_pci_generic > $p/driver_override && echo $d > /sys/bus/pci/drivers_probe && "
+                         "[ $(basename $(readlink $p/driver)) = uio_pci_generic ]".format(d=bdf(s)) for s in slots)
+        cls.guest.run(bind, timeout=60)
+        cls.guest.run("[ $(basename $(readlink /sys/bus/pci/devices/{}/driver)) = virtio-pci ]".format(
+            bdf(VIRTIO_KERNEL)), timeout=20)
+
+    @classmethod
+    def monitor(cls, command):
+        """One command on QEMU's human monitor (e.g. set_link n5 off); returns its answer."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as m:
+            m.settimeout(10)
+            m.connect(os.path.join(cls.tmp, "monitor.sock"))
+            out = b""
+            while b"(qemu)" not in out:
+                out += m.recv(4096)
+            m.sendall(command.encode() + b"\n")
+            out = b""
+            while out.count(b"(qemu)") < 1:
+                out += m.recv(4096)
+            return out.decode(errors="replace")
+
+    # ---- testpmd in the guest ----
+    def _command(self, kind, slots, app, seconds):
+        allow = " ".join("-a " + bdf(s) for s in slots)
+        app = " ".join(POOL + app + ["--stats-period=1"])
+        if kind == "ours":
+            return ("wirespeed-testpmd -l 0-1 -n 4 --file-prefix=ws {} -- {} --duration={} --summary-json=/tmp/s.json; "
+                    "rc=$?; echo \"@@json $(tr -d '\\n' < /tmp/s.json)\"; rm -f /tmp/s.json; exit $rc").format(
+                        allow, app, seconds)
+        plugins = " ".join("-d " + os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS)
+        # DPDK's testpmd runs until SIGINT; its start-up (about 2 s here) is inside the timeout.
+        return "timeout -s INT {} dpdk-testpmd -l 0-1 -n 4 --file-prefix=dp {} {} -- {}".format(
+            seconds + 4, plugins, allow, app)
+
+    def run_testpmd(self, kind, slots, app, seconds=5, during=None):
+        """Runs testpmd on the NICs in `slots` for `seconds` of forwarding; `during` (a function)
+        runs on the host once forwarding has run for three seconds. Returns a Run."""
+        g = PciGuest.guest
+        started = g.start_command(self._command(kind, slots, app, seconds))
+        if during is not None:
+            # DPDK's em port drops what arrives in its first two seconds or so of forwarding
+            # (frames sent after its first statistics were lost, after its third never): both
+            # get their traffic after the third statistics block.
+            at = started[1]
+            for _ in range(3):
+                at = g.wait_for(r"Port statistics =", 60, at).end()
+            during()
+        rc, out = g.wait_command(started, timeout=seconds + 90)
+        testpmd_harness.assert_no_crash(self, out, kind)
+        self.assertNotIn("Illegal instruction", out)
+        run = Run(kind, out)
+        if kind == "ours":
+            self.assertEqual(rc, 0, out[-3000:])
+            self.assertIsNotNone(run.summary, out[-3000:])
+            self.assertTrue(run.summary["pool_audit_ok"], out[-2000:])
+            self.assertTrue(run.summary["accounting_exact"], json.dumps(run.summary["totals"]))
+        else:
+            self.assertIn("Forward statistics for port", out, out[-3000:])
+        return run
+
+    def record(self, scenario, kind, mpps):
+        RESULTS.setdefault(scenario, {})[kind] = round(mpps, 4)
+
+    # ---- what the scenarios share ----
+    def io_exact(self, kind, x, y, app=()):
+        """io forwarding between NICs x and y (dgram): 600 distinct frames of 60 to 1514 bytes go
+        in each; every one comes out of the other, byte for byte, in order."""
+        hx, hy = PciGuest.hosts[x], PciGuest.hosts[y]
+        hx.drain(0.05)
+        hy.drain(0.05)
+        lengths = [60, 64, 128, 591, 1024, 1514]
+        into_x = [udp_frame(mac(x), i, lengths[i % len(lengths)], 1) for i in range(600)]
+        into_y = [udp_frame(mac(y), i, lengths[(i + 3) % len(lengths)], 2) for i in range(600)]
+        got = {}
+
+        def traffic():
+            hx.send(into_x)
+            hy.send(into_y)
+            got["y"] = hy.drain(1.5)
+            got["x"] = hx.drain(0.2)
+
+        run = self.run_testpmd(kind, [x, y], ["--forward-mode=io", "--auto-start"] + list(app), seconds=8,
+                               during=traffic)
+        self.assertEqual(len(got["y"]), len(into_x), "frames out of {}".format(bdf(y)))
+        self.assertEqual(len(got["x"]), len(into_y), "frames out of {}".format(bdf(x)))
+        self.assertEqual(got["y"], into_x, "what entered one NIC leaves the other unchanged, in order")
+        self.assertEqual(got["x"], into_y)
+        totals = run.port_totals()
+        self.assertEqual(totals[0], (600, 600), run.output[-2000:])
+        self.assertEqual(totals[1], (600, 600))
+        return run
+
+    def txonly_counted(self, kind, slot, scenario):
+        """txonly on one NIC: every frame testpmd counts as sent is in QEMU's capture, 64 bytes
+        each; the rate is recorded. Returns the number sent."""
+        dump = os.path.join(PciGuest.tmp, "tx{}.pcap".format(slot))
+        before = len(read_pcap(dump))
+        run = self.run_testpmd(kind, [slot], ["--forward-mode=txonly", "--auto-start"], seconds=5)
+        PciGuest.hosts[slot].drain(0.3)
+        time.sleep(0.5)  # filter-dump writes as QEMU sends
+        frames = read_pcap(dump)[before:]
+        sent = run.port_totals()[0][1]
+        self.assertEqual(len(frames), sent, "every frame counted as sent left the NIC")
+        self.assertEqual({len(f) for f in frames} - {64}, set())
+        self.record(scenario, kind, run.rate_mpps("Tx-pps"))
+        return sent, run
+
+    def rxonly_exact(self, kind, slot):
+        """rxonly on one NIC: exactly the 2000 frames the host sent are received."""
+        host = PciGuest.hosts[slot]
+        frames = [udp_frame(mac(slot), i, 60 + i % 200, 3) for i in range(2000)]
+        # One frame a millisecond: QEMU stops reading its socket while the guest's ring is full,
+        # and the host kernel's socket buffer (about 200 such frames) must cover a guest vCPU
+        # descheduled on a loaded host.
+        run = self.run_testpmd(kind, [slot], ["--forward-mode=rxonly", "--auto-start"], seconds=7,
+                               during=lambda: host.send(frames, per_ms=1))
+        self.assertEqual(run.port_totals()[0][0], len(frames), run.output[-2000:])
+
+    def hub_io(self, kind, x, y, scenario):
+        """io between two NICs joined by a QEMU hub, started with a burst on each (--tx-first):
+        the guest's forwarding rate; the loop keeps going both ways."""
+        run = self.run_testpmd(kind, [x, y], ["--forward-mode=io", "--auto-start", "--tx-first"], seconds=6)
+        totals = run.port_totals()
+        self.assertGreater(totals[0][0], 1000, run.output[-2000:])
+        self.assertGreater(totals[1][0], 1000)
+        self.record(scenario, kind, run.rate_mpps("Tx-pps"))
+
+    # ---- scenarios: 82574L ----
+    def scenario_e1000e_io(self, kind):
+        """io between two 82574L, byte-exact against the host's frames."""
+        self.io_exact(kind, E1000_A, E1000_B)
+
+    def scenario_e1000e_txonly(self, kind):
+        """txonly on an 82574L, counted frame by frame against QEMU's capture."""
+        sent, run = self.txonly_counted(kind, E1000_A, "e1000e txonly 64 B")
+        self.assertGreater(sent, 1000, run.output[-2000:])
+
+    def scenario_e1000e_rxonly(self, kind):
+        """rxonly on an 82574L: exact count."""
+        self.rxonly_exact(kind, E1000_A)
+
+    def scenario_e1000e_hub_io(self, kind):
+        """io between two 82574L on a hub: rates."""
+        self.hub_io(kind, E1000_HUB_A, E1000_HUB_B, "e1000e io, 2 NICs on a hub")
+
+    def icmpecho(self, kind, slot, address):
+        """icmpecho on the tap NIC `slot`: the host kernel, in a namespace behind the tap, pings
+        `address` (ARP first) and gets every answer."""
+        testpmd_harness.require(self, PciGuest.ns is not None, "needs root and iproute2 for the tap NIC's namespace")
+        result = {}
+
+        def ping():
+            result["p"] = netns.sh("ping", "-c", "5", "-i", "0.2", "-W", "3", address, ns=PciGuest.tap_ns,
+                                   check=False, timeout=30)
+
+        run = self.run_testpmd(kind, [slot], ["--forward-mode=icmpecho", "--auto-start"], seconds=7, during=ping)
+        self.assertIn(" 0% packet loss", result["p"].stdout, result["p"].stdout + run.output[-2000:])
+
+    def scenario_e1000e_icmpecho(self, kind):
+        """icmpecho on an 82574L answers the host kernel's ping through a tap."""
+        self.icmpecho(kind, E1000_TAP, "10.99.73.2")
+
+    # ---- scenarios: virtio-net ----
+    def scenario_e1000e_virtio_io(self, kind):
+        """io between an 82574L and a virtio-net NIC (split ring, mergeable buffers), byte-exact."""
+        self.io_exact(kind, E1000_A, VIRTIO_C)
+
+    def scenario_virtio_split_packed_io(self, kind):
+        """io between a split-ring and a packed-ring virtio-net NIC, byte-exact."""
+        self.io_exact(kind, VIRTIO_C, VIRTIO_PACKED_D)
+
+    def scenario_virtio_txonly(self, kind):
+        """txonly on a virtio-net NIC, counted frame by frame against QEMU's capture."""
+        sent, run = self.txonly_counted(kind, VIRTIO_C, "virtio-net txonly 64 B")
+        self.assertGreater(sent, 1000, run.output[-2000:])
+
+    def scenario_virtio_rxonly(self, kind):
+        """rxonly on a virtio-net NIC: exact count."""
+        self.rxonly_exact(kind, VIRTIO_C)
+
+    def scenario_virtio_packed_rxonly(self, kind):
+        """rxonly on a packed-ring virtio-net NIC: exact count."""
+        self.rxonly_exact(kind, VIRTIO_PACKED_D)
+
+    def scenario_virtio_hub_io(self, kind):
+        """io between two virtio-net NICs on a hub: rates."""
+        self.hub_io(kind, VIRTIO_HUB_A, VIRTIO_HUB_B, "virtio-net io, 2 NICs on a hub")
+
+    def scenario_virtio_icmpecho(self, kind):
+        """icmpecho on a virtio-net NIC (one queue pair of the multi-queue tap) answers the host
+        kernel's ping."""
+        self.icmpecho(kind, VIRTIO_MQ_TAP, "10.99.74.2")
+
+    def scenario_virtio_two_queues(self, kind):
+        """Two queue pairs on a virtio-net NIC (multi-queue tap, VIRTIO_NET_CTRL_MQ through the
+        control queue): 16 UDP flows from the host kernel are spread over both RX queues by the
+        tap, and every datagram is received."""
+        testpmd_harness.require(self, PciGuest.ns is not None, "needs root and iproute2 for the tap NIC's namespace")
+        tap = PciGuest.taps[VIRTIO_MQ_TAP]
+        netns.sh("ip", "neigh", "replace", "10.99.74.2", "lladdr", mac(VIRTIO_MQ_TAP), "dev", tap, ns=PciGuest.tap_ns)
+        sender = ("import socket, time\n"
+                  "for i in range(1600):\n"
+                  "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                  "    s.bind(('10.99.74.1', 40000 + i % 16)); s.sendto(b'x' * 100, ('10.99.74.2', 9)); s.close()\n"
+                  "    time.sleep(0.0005)\n")
+        result = {}
+
+        def traffic():
+            result["s"] = netns.sh("python3", "-c", sender, ns=PciGuest.tap_ns, check=False, timeout=60)
+
+        run = self.run_testpmd(kind, [VIRTIO_MQ_TAP], ["--forward-mode=rxonly", "--auto-start", "--rxq=2", "--txq=2",
+                                                       "--nb-cores=1"], seconds=8, during=traffic)
+        self.assertEqual(result["s"].returncode, 0, result["s"].stderr)
+        queues = {int(q): int(n) for q, n in re.findall(
+            r"Forward Stats for RX Port=\s*0/Queue=\s*(\d+) .*?\n\s*RX-packets:\s+(\d+)", run.output)}
+        # The host kernel may send some IPv6 or ARP traffic of its own on the tap: at least ours.
+        self.assertGreaterEqual(run.port_totals()[0][0], 1600, run.output[-3000:])
+        self.assertEqual(set(queues), {0, 1}, "both queues received: {}".format(queues))
+
+class PciGuestBadInput(unittest.TestCase):
+    """What our testpmd refuses in the guest, each with exit code 2, the device untouched and
+    nothing started (ours only: these are our error messages)."""
+
+    def setUp(self):
+        need_guest(self)
+
+    def tearDown(self):
+        sys.stderr.write("[{}] {:.1f} s\n".format(self.id().split(".")[-1], time.monotonic() - self.t0))
+
+    def refused(self, eal, needles):
+        rc, out = PciGuest.guest.run(
+            "wirespeed-testpmd -l 0-1 --file-prefix=ws {} -- {} --duration=1 --forward-mode=io".format(
+                eal, " ".join(POOL)), timeout=90, check=False)
+        self.assertEqual(rc, 2, out)
+        for needle in needles:
+            self.assertIn(needle, out)
+        self.assertNotIn("packet forwarding", out)
+        testpmd_harness.assert_no_crash(self, out)
+        return out
+
+    def test_device_bound_to_a_kernel_driver(self):
+        self.refused("-a " + bdf(VIRTIO_KERNEL), [bdf(VIRTIO_KERNEL) + " (1af4:1041) is bound to the kernel driver "
+                                                  "virtio-pci", "driver_override", "drivers_probe"])
+        PciGuest.guest.run("[ $(basename $(readlink /sys/bus/pci/devices/{}/driver)) = virtio-pci ]".format(
+            bdf(VIRTIO_KERNEL)), timeout=20)
+
+    def test_device_that_does_not_exist(self):
+        self.refused("-a 0000:00:1e.0", ["0000:00:1e.0 does not exist", bdf(E1000_A) + " (8086:10d3)"])
+
+    def test_virtual_addresses_without_an_iommu(self):
+        self.refused("-a {} --iova-mode=va".format(bdf(E1000_A)), ["--iova-mode=va", "uio_pci_generic", "pa"])
+
+    def test_no_huge_pages(self):
+        PciGuest.guest.run("echo 0 > /proc/sys/vm/nr_hugepages", timeout=20)
+        try:
+            self.refused("-a " + bdf(E1000_A), ["huge pages", "nr_hugepages"])
+        finally:
+            PciGuest.guest.run("echo {} > /proc/sys/vm/nr_hugepages".format(HUGEPAGES), timeout=20)
+
+    def test_device_that_never_shows_link(self):
+        PciGuest.monitor("set_link n{} off".format(E1000_B))
+        try:
+            self.refused("-a {},link_wait_ms=1500".format(bdf(E1000_B)), [bdf(E1000_B), "no link after 1500 ms",
+                                                                          "link_wait_ms=0"])
+        finally:
+            PciGuest.monitor("set_link n{} on".format(E1000_B))
+
+
+def _add_scenarios():
+    for name in [n for n in dir(PciGuest) if n.startswith("scenario_")]:
+        for kind in KINDS:
+            def test(self, _name=name, _kind=kind):
+                getattr(self, _name)(_kind)
+            test.__doc__ = getattr(PciGuest, name).__doc__
+            setattr(PciGuest, "test_{}_{}".format(name[len("scenario_"):], kind), test)
+
+
+_add_scenarios()
+
+
+def setUpModule():
+    PciGuest.tmp = tempfile.mkdtemp(prefix="ws-pci-")
+
+
+def tearDownModule():
+    """One guest served every test: it goes now, then the rates of both are printed."""
+    PciGuest._stop_guest()
+    if os.environ.get("WS_VM_KEEP"):
+        sys.stderr.write("\nconsole and captures kept in {}\n".format(PciGuest.tmp))
+    else:
+        shutil.rmtree(PciGuest.tmp, ignore_errors=True)
+    if not RESULTS:
+        return
+    lines = ["", "guest-side rates (Mpps, QEMU TCG, 2 vCPUs; not hardware rates):",
+             "{:36} {:>10} {:>10} {:>7}".format("scenario", "DPDK", "ours", "ratio")]
+    for scenario, r in sorted(RESULTS.items()):
+        d, o = r.get("dpdk"), r.get("ours")
+        ratio = "{:.2f}".format(o / d) if d and o else "-"
+        lines.append("{:36} {:>10} {:>10} {:>7}".format(scenario, d if d is not None else "-",
+                                                        o if o is not None else "-", ratio))
+    sys.stderr.write("\n".join(lines) + "\n")
+    with open(os.path.join(WORK, "pci_guest_results.json"), "w") as f:
+        json.dump(RESULTS, f, indent=1)
+
+
+def main():
+    global WORK
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--work", default=None)
+    parser.add_argument("--source", default=None, help="the repository: the guest binary is built there first")
+    args, rest = parser.parse_known_args()
+    WORK = os.path.abspath(args.work) if args.work else os.path.join(tempfile.gettempdir(), "wirespeed-guest")
+    os.makedirs(WORK, exist_ok=True)
+    if args.source:
+        build = subprocess.run([os.path.join(args.source, "scripts", "build"), "portable", "wirespeed-testpmd"],
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            sys.exit("building the guest testpmd (scripts/build portable wirespeed-testpmd) failed:\n" +
+                     build.stdout[-3000:] + build.stderr[-3000:])
+    sys.argv = [sys.argv[0]] + rest
+    testpmd_harness.main(sys.modules[__name__])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// net_virtio port: a virtio-net driver port (ws/virtio/net_port.hpp) on the virtio 1.x PCI
+// transport (ws/virtio/pci_transport.hpp): feature negotiation at probe, queue registers and
+// DRIVER_OK at start, the control queue for VIRTIO_NET_CTRL_MQ, link and MAC from the device
+// configuration.
+#include "ws/drivers/virtio_pci/virtio_pci_port.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <thread>
+
+#include "ws/core/log.hpp"
+#include "ws/virtio/features.hpp"
+#include "ws/virtio/net_port.hpp"
+#include "ws/virtio/pci_transport.hpp"
+
+namespace ws {
+namespace {
+
+using virtio::bit;
+using virtio::has;
+namespace feature = virtio::feature;
+
+constexpr std::array virtio_pci_params = {
+    ParamSpec{"packed_vq", "bool", "1", "use packed rings (virtio 1.2 §2.8) if the device offers them"},
+    ParamSpec{"in_order", "bool", "1", "negotiate IN_ORDER if the device offers it"},
+    ParamSpec{"mrg_rxbuf", "bool", "1", "negotiate MRG_RXBUF if the device offers it"},
+    ParamSpec{"event_idx", "bool", "1", "negotiate EVENT_IDX if the device offers it (notifications by index)"},
+    ParamSpec{"csum", "bool", "0", "negotiate CSUM/GUEST_CSUM: TX checksum requests and RX checksum state in the header"},
+    ParamSpec{"tso", "bool", "0", "negotiate HOST_TSO4/6 and GUEST_TSO4/6 (with csum=1)"},
+    ParamSpec{"queue_size", "uint", "0", "descriptors per ring, up to what the device takes (0: its maximum)"},
+    // DPDK 22.11 net_virtio keys.
+    ParamSpec{"speed", "uint", "10000", "link speed in Mbps reported by link status"},
+    ParamSpec{"vectorized", "bool", "0",
+              "accepted for DPDK compatibility: every ring variant here is the one batched path"},
+};
+constexpr std::array virtio_pci_ids = {pci::Id{0x1af4, 0x1041}, pci::Id{0x1af4, 0x1000}};
+
+constexpr std::chrono::milliseconds reset_timeout{1000};
+constexpr std::uint16_t ctrl_mq_class = 4, ctrl_mq_pairs_set = 0;  // §5.1.6.5.5
+constexpr std::uint8_t ctrl_ok = 0;
+
+struct Options {
+  bool packed = true, in_order = true, mrg = true, event_idx = true, csum = false, tso = false;
+  std::uint32_t queue_size = 0;
+  std::uint32_t speed_mbps = 10000;
+};
+
+std::uint64_t wanted_features(const Options& o) {
+  std::uint64_t want = bit(feature::version_1) | bit(feature::mac) | bit(feature::status) | bit(feature::ctrl_vq) |
+                       bit(feature::mq) | bit(feature::access_platform);
+  if (o.packed) want |= bit(feature::ring_packed);
+  if (o.in_order) want |= bit(feature::in_order);
+  if (o.mrg) want |= bit(feature::mrg_rxbuf);
+  if (o.event_idx) want |= bit(feature::event_idx);
+  if (o.csum) want |= bit(feature::csum) | bit(feature::guest_csum);
+  if (o.csum && o.tso)
+    want |= bit(feature::host_tso4) | bit(feature::host_tso6) | bit(feature::guest_tso4) | bit(feature::guest_tso6);
+  return want;
+}
+
+class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
+ public:
+  VirtioPciPort(std::string name, std::unique_ptr<virtio::PciTransport> t, Arena& arena, std::uint16_t pairs,
+                std::uint16_t max_pairs, std::uint32_t queue_size, std::uint64_t features, MacAddress mac,
+                std::uint32_t speed)
+      : VirtioNetPort(std::move(name), "net_virtio", arena, pairs, queue_size),
+        t_(std::move(t)),
+        max_pairs_(max_pairs),
+        speed_(speed) {
+    features_ = features;
+    mac_ = mac;
+  }
+  ~VirtioPciPort() override {
+    if (started()) stop();
+    release_mbufs();
+    (void)t_->reset(reset_timeout);
+  }
+
+  LinkStatus link() const override {
+    if (!has(features_, feature::status)) return {started(), speed_, true};
+    auto s = t_->read_device_config16(6);  // struct virtio_net_config.status (§5.1.4)
+    return {started() && s && (*s & 1) != 0, speed_, true};
+  }
+
+ protected:
+  Result<void> start_device() override;
+  void stop_device() override {
+    if (auto ok = t_->reset(reset_timeout); !ok) log(LogLevel::warning, "{}", ok.error().message);
+  }
+  std::uint64_t dma_addr(const void* p) const override { return arena_.iova(p); }
+
+ private:
+  Result<void> mq_pairs_set(std::uint16_t pairs);
+  template <bool Packed>
+  Result<void> ctrl_command();
+
+  std::unique_ptr<virtio::PciTransport> t_;
+  std::uint16_t max_pairs_;
+  std::uint32_t speed_;
+  virtio::RingMemory ctrl_;  // control queue ring, then the command and its ack
+  std::uint16_t ctrl_size_ = 0;
+  std::uint16_t ctrl_index_ = 0;
+  volatile std::uint16_t* ctrl_notify_ = nullptr;
+};
+
+// §3.1.1: reset, ACKNOWLEDGE, DRIVER, features, FEATURES_OK, queues, DRIVER_OK.
+Result<void> VirtioPciPort::start_device() {
+  if (auto ok = t_->reset(reset_timeout); !ok) return ok;
+  t_->add_status(virtio::status::acknowledge | virtio::status::driver);
+  if (auto ok = t_->set_features(features_); !ok) return ok;
+  const std::vector<virtio::QueueCommon*> queues = ring_queues();
+  for (std::uint32_t r = 0; r < queues.size(); ++r) {
+    const virtio::RingArea& a = rings_[r]->area;
+    auto notify = t_->setup_queue(static_cast<std::uint16_t>(r), static_cast<std::uint16_t>(queue_size_),
+                                  dma_addr(a.desc), dma_addr(a.driver), dma_addr(a.device));
+    if (!notify) return std::unexpected(notify.error());
+    queues[r]->notify_target = const_cast<std::uint16_t*>(*notify);
+    queues[r]->ring = r;
+  }
+  const auto pairs = static_cast<std::uint16_t>(rxq_.size());
+  const bool mq = has(features_, feature::mq) && has(features_, feature::ctrl_vq);
+  if (mq && pairs > 1) {
+    // The control queue comes after every queue pair the device has (§5.1.2).
+    const auto index = static_cast<std::uint16_t>(2 * max_pairs_);
+    const std::uint16_t size = std::min<std::uint16_t>(t_->max_queue_size(index), 64);
+    if (size == 0) return fail("device '{}': the device has no control queue {}", name(), index);
+    if (ctrl_.base == nullptr) {
+      ctrl_.bytes = virtio::ring_area_bytes(64) + 64;
+      auto mem = arena_.allocate(ctrl_.bytes, 4096, fmt::format("{} control queue", name()));
+      if (!mem) return with_context(mem.error(), fmt::format("device '{}'", name()));
+      ctrl_.base = static_cast<std::byte*>(*mem);
+    }
+    ctrl_size_ = packed() ? size : std::bit_floor(size);
+    std::memset(ctrl_.base, 0, ctrl_.bytes);
+    ctrl_.area = virtio::carve_ring_area(ctrl_.base, ctrl_size_);
+    auto notify = t_->setup_queue(index, ctrl_size_, dma_addr(ctrl_.area.desc), dma_addr(ctrl_.area.driver),
+                                  dma_addr(ctrl_.area.device));
+    if (!notify) return std::unexpected(notify.error());
+    ctrl_notify_ = *notify;
+    ctrl_index_ = index;
+  }
+  t_->add_status(virtio::status::driver_ok);
+  if ((t_->status() & virtio::status::needs_reset) != 0)
+    return fail("device '{}': the device wants a reset right after DRIVER_OK (status {:#x})", name(), t_->status());
+  if (mq && pairs > 1) return mq_pairs_set(pairs);
+  return {};
+}
+
+Result<void> VirtioPciPort::mq_pairs_set(std::uint16_t pairs) {
+  // The command: class, cmd, then the number of pairs; the device writes one ack byte after it.
+  std::byte* cmd = ctrl_.base + virtio::ring_area_bytes(64);
+  cmd[0] = std::byte{ctrl_mq_class};
+  cmd[1] = std::byte{ctrl_mq_pairs_set};
+  std::memcpy(cmd + 2, &pairs, 2);
+  cmd[8] = std::byte{0xff};
+  auto ok = packed() ? ctrl_command<true>() : ctrl_command<false>();
+  if (!ok) return ok;
+  if (std::to_integer<std::uint8_t>(cmd[8]) != ctrl_ok)
+    return fail("device '{}': the device refused VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET {} (ack {})", name(), pairs,
+                std::to_integer<int>(cmd[8]));
+  log(LogLevel::info, "{}: {} queue pairs enabled", name(), pairs);
+  return {};
+}
+
+// Posts the command chain on the control queue, notifies, and waits up to a second for the
+// device to return it (control path: the device answers from its own thread).
+template <bool Packed>
+Result<void> VirtioPciPort::ctrl_command() {
+  virtio::DriverEngine<Packed, false, int> engine;
+  virtio::QueueHealth health;
+  engine.init(ctrl_.area, &health, false);
+  std::byte* cmd = ctrl_.base + virtio::ring_area_bytes(64);
+  const virtio::Buffer chain[] = {{dma_addr(cmd), 4, false}, {dma_addr(cmd + 8), 1, true}};
+  if (!engine.post(chain, 2, 1)) return fail("device '{}': the control queue is full", name());
+  engine.publish();
+  *ctrl_notify_ = ctrl_index_;
+  int cookie = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (engine.reclaim(&cookie, nullptr, 1) == 0) {
+    if (health.broken())
+      return fail("device '{}': the device returned garbage on the control queue ({})", name(),
+                  virtio::queue_error_name(health.first_error()));
+    if (std::chrono::steady_clock::now() > end)
+      return fail("device '{}': no answer on the control queue within 1 s", name());
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return {};
+}
+
+class VirtioPciDriver final : public Driver {
+ public:
+  std::string_view name() const override { return "net_virtio"; }
+  std::span<const ParamSpec> params() const override { return virtio_pci_params; }
+  std::span<const pci::Id> pci_ids() const override { return virtio_pci_ids; }
+  Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv& env) override;
+};
+
+Result<Options> parse_options(const DevArgs& args) {
+  Options o;
+  auto packed = args.get_bool("packed_vq", true);
+  auto in_order = args.get_bool("in_order", true);
+  auto mrg = args.get_bool("mrg_rxbuf", true);
+  auto event_idx = args.get_bool("event_idx", true);
+  auto csum = args.get_bool("csum", false);
+  auto tso = args.get_bool("tso", false);
+  auto vectorized = args.get_bool("vectorized", false);
+  for (const auto* b : {&packed, &in_order, &mrg, &event_idx, &csum, &tso, &vectorized})
+    if (!*b) return std::unexpected(b->error());
+  auto size = args.get_uint("queue_size", 0, 0, 32768);
+  if (!size) return std::unexpected(size.error());
+  auto speed = args.get_uint("speed", 10000, 0, UINT32_MAX);
+  if (!speed) return std::unexpected(speed.error());
+  o.packed = *packed;
+  o.in_order = *in_order;
+  o.mrg = *mrg;
+  o.event_idx = *event_idx;
+  o.csum = *csum;
+  o.tso = *tso;
+  o.queue_size = static_cast<std::uint32_t>(*size);
+  o.speed_mbps = static_cast<std::uint32_t>(*speed);
+  if (o.tso && !o.csum) return fail("device '{}': key 'tso' needs csum=1 (virtio 1.2 §5.1.3.1)", args.name());
+  return o;
+}
+
+// Probe: the structures, a reset, the features (negotiated now: the queue variants depend on
+// them), the MAC and the number of queue pairs from the device configuration.
+Result<std::unique_ptr<Port>> VirtioPciDriver::create(const DevArgs& args, const PortEnv& env) {
+  if (env.pci == nullptr)
+    return fail("device '{}': net_virtio drives PCI devices; give it with -a PCI_ADDRESS (virtio_user is the "
+                "vhost-user one)",
+                args.name());
+  if (env.arena == nullptr) return fail("device '{}': needs the application's DMA arena", args.name());
+  auto o = parse_options(args);
+  if (!o) return std::unexpected(o.error());
+  const pci::Device& dev = *env.pci;
+  auto t = virtio::PciTransport::open(dev);
+  if (!t) return std::unexpected(t.error());
+  if (auto ok = dev.enable(); !ok) return std::unexpected(ok.error());
+  if (auto ok = (*t)->reset(reset_timeout); !ok) return std::unexpected(ok.error());
+  (*t)->add_status(virtio::status::acknowledge | virtio::status::driver);
+  const std::uint64_t offered = (*t)->device_features();
+  if (!has(offered, feature::version_1))
+    return fail("PCI device {}: offers features {:#x} without VERSION_1: a legacy device, which is not supported",
+                dev.describe(), offered);
+  std::uint64_t features = wanted_features(*o) & offered;
+  if (!has(features, feature::ctrl_vq)) features &= ~bit(feature::mq);
+  if (auto ok = (*t)->set_features(features); !ok) return std::unexpected(ok.error());
+  MacAddress mac{{0x02, 0x56, 0x49, 0x52, 0x54, static_cast<std::uint8_t>(dev.address().device)}};
+  if (has(features, feature::mac)) {
+    if (auto ok = (*t)->read_device_config(0, mac.bytes.data(), 6); !ok) return std::unexpected(ok.error());
+  }
+  std::uint16_t max_pairs = 1;
+  if (has(features, feature::mq)) {
+    auto n = (*t)->read_device_config16(8);  // max_virtqueue_pairs
+    if (!n) return std::unexpected(n.error());
+    if (*n == 0 || *n > 0x8000)
+      return fail("PCI device {}: max_virtqueue_pairs {} is outside 1..32768 (§5.1.4)", dev.describe(), *n);
+    max_pairs = *n;
+  }
+  const std::uint16_t max_size = (*t)->max_queue_size(0);
+  std::uint32_t size = o->queue_size == 0 ? max_size : o->queue_size;
+  if (max_size == 0) return fail("PCI device {}: queue 0 does not exist", dev.describe());
+  if (size > max_size)
+    return fail("device '{}': key 'queue_size' value {}: the device takes {} descriptors at most", args.name(), size,
+                max_size);
+  if (!has(features, feature::ring_packed) && !std::has_single_bit(size))
+    return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), size);
+  // More pairs than lcores are of no use to testpmd, but the device decides what it has.
+  const auto pairs = static_cast<std::uint16_t>(std::min<std::uint32_t>(max_pairs, port_max_queues));
+  log(LogLevel::info, "{}: virtio-net, features offered {:#x}, negotiated {:#x}, {} queue pairs of {} descriptors",
+      dev.describe(), offered, features, max_pairs, size);
+  return std::make_unique<VirtioPciPort>(args.name(), std::move(*t), *env.arena, pairs, max_pairs, size, features,
+                                         mac, o->speed_mbps);
+}
+
+}  // namespace
+
+std::unique_ptr<Driver> make_virtio_pci_driver() { return std::make_unique<VirtioPciDriver>(); }
+
+}  // namespace ws

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// net_virtio without a device: the virtio capabilities parsed as hostile input, and the probe
+// through a fake sysfs device whose BAR is a plain file (a legacy device, a BAR too small for
+// the structures, no VERSION_1, bad keys; a good probe reads the MAC from the device config).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "ws/drivers/builtin.hpp"
+#include "ws/virtio/pci_transport.hpp"
+
+namespace ws::virtio {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Cap {
+  std::uint8_t at, type, bar;
+  std::uint32_t offset, length;
+  std::uint8_t len = 16;
+  std::uint32_t multiplier = 0;
+};
+
+void put32(std::vector<std::uint8_t>& c, std::size_t off, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) c[off + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+// A 256-byte config space with `caps` chained in order (QEMU's layout: everything in one BAR).
+std::vector<std::uint8_t> config_with(const std::vector<Cap>& caps) {
+  std::vector<std::uint8_t> c(256, 0);
+  c[0] = 0xf4;
+  c[1] = 0x1a;
+  if (caps.empty()) return c;
+  c[pci::reg::status] = pci::reg::status_cap_list;
+  c[pci::reg::cap_ptr] = caps.front().at;
+  for (std::size_t i = 0; i < caps.size(); ++i) {
+    const Cap& k = caps[i];
+    c[k.at] = pci::cap::vendor;
+    c[k.at + 1u] = i + 1 < caps.size() ? caps[i + 1].at : std::uint8_t{0};
+    c[k.at + 2u] = k.len;
+    c[k.at + 3u] = k.type;
+    c[k.at + 4u] = k.bar;
+    put32(c, k.at + 8u, k.offset);
+    put32(c, k.at + 12u, k.length);
+    if (k.len >= 20) put32(c, k.at + 16u, k.multiplier);
+  }
+  return c;
+}
+
+std::vector<Cap> qemu_caps(std::uint32_t notify_length = 0x1000) {
+  return {{0x40, pci_cap::common, 0, 0x0000, 0x38},
+          {0x50, pci_cap::isr, 0, 0x1000, 0x1000},
+          {0x60, pci_cap::notify, 0, 0x3000, notify_length, 20, 4},
+          {0x78, pci_cap::device, 0, 0x2000, 0x1000}};
+}
+
+std::string message_of(const Result<PciLayout>& r) { return r ? std::string("(no error)") : r.error().message; }
+
+TEST(VirtioPciCaps, FindsEachStructureAndTheNotifyMultiplier) {
+  auto l = parse_virtio_caps(config_with(qemu_caps()), "dev");
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_EQ(l->common.offset, 0u);
+  EXPECT_EQ(l->notify.offset, 0x3000u);
+  EXPECT_EQ(l->device.offset, 0x2000u);
+  EXPECT_TRUE(l->isr.present);
+  EXPECT_EQ(l->notify_off_multiplier, 4u);
+}
+
+TEST(VirtioPciCaps, HostileOrLegacyCapabilitiesAreRefusedNamingTheDevice) {
+  auto r = parse_virtio_caps(config_with({}), "0000:00:09.0 (1af4:1000)");
+  ASSERT_FALSE(r);
+  EXPECT_NE(message_of(r).find("0000:00:09.0 (1af4:1000): no virtio 1.x common configuration capability"),
+            std::string::npos)
+      << message_of(r);
+
+  auto caps = qemu_caps();
+  caps[2].len = 16;  // a notify capability without its multiplier
+  r = parse_virtio_caps(config_with(caps), "dev");
+  EXPECT_NE(message_of(r).find("no notify_off_multiplier"), std::string::npos) << message_of(r);
+
+  caps = qemu_caps();
+  caps[3].bar = 6;
+  r = parse_virtio_caps(config_with(caps), "dev");
+  EXPECT_NE(message_of(r).find("names BAR 6"), std::string::npos) << message_of(r);
+
+  caps = qemu_caps();
+  caps[0].length = 0x20;
+  r = parse_virtio_caps(config_with(caps), "dev");
+  EXPECT_NE(message_of(r).find("the common configuration is 32 bytes; virtio 1.0 gives it 56"), std::string::npos)
+      << message_of(r);
+
+  caps = qemu_caps();
+  caps[1].len = 8;
+  r = parse_virtio_caps(config_with(caps), "dev");
+  EXPECT_NE(message_of(r).find("is 8 bytes, less than 16"), std::string::npos) << message_of(r);
+
+  caps = qemu_caps();
+  caps[3].at = 0xf8;  // 16 bytes from 0xf8 run past the 256-byte config space
+  r = parse_virtio_caps(config_with(caps), "dev");
+  EXPECT_NE(message_of(r).find("runs past the config space"), std::string::npos) << message_of(r);
+}
+
+// A virtio-net device in a fake /sys/bus/pci/devices, its BAR 0 a 16 KiB file laid out as
+// qemu_caps() says: common configuration at 0, device configuration (the MAC) at 0x2000.
+class FakeVirtioDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / fmt::format("ws_virtio_pci_test_{}_{}", ::getpid(),
+                                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    dir_ = root_ / "0000:00:09.0";
+    fs::create_directories(dir_);
+    put("vendor", "0x1af4\n");
+    put("device", "0x1041\n");
+    put("class", "0x020000\n");
+    put("resource", "0x00000000fe000000 0x00000000fe003fff 0x0000000000040200\n");
+    set_config(qemu_caps());
+    bar_.assign(16384, 0);
+    bar_[24] = 0x00;  // queue_size: 256
+    bar_[25] = 0x01;
+    const std::uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x00, 0x09};
+    std::copy(std::begin(mac), std::end(mac), bar_.begin() + 0x2000);
+    registry_ = std::make_unique<DriverRegistry>();
+    register_builtin_drivers(*registry_);
+    auto a = Arena::create({"virtio_pci_probe", 4u << 20, HugePolicy::never});
+    ASSERT_TRUE(a) << a.error().message;
+    arena_ = std::move(*a);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void put(const char* name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  void set_config(const std::vector<Cap>& caps) {
+    const auto c = config_with(caps);
+    std::ofstream(dir_ / "config", std::ios::binary)
+        .write(reinterpret_cast<const char*>(c.data()), static_cast<std::streamsize>(c.size()));
+  }
+  // device_feature reads the same word whatever the select (a file keeps what was written
+  // last): `word` is both halves of the features offered.
+  void offer(std::uint32_t word) { put32(bar_, 4, word); }
+
+  Result<std::unique_ptr<Port>> probe(const std::string& devargs = "0000:00:09.0") {
+    std::ofstream(dir_ / "resource0", std::ios::binary)
+        .write(reinterpret_cast<const char*>(bar_.data()), static_cast<std::streamsize>(bar_.size()));
+    auto dev = pci::Device::open(*pci::Address::parse("0000:00:09.0"), root_.string());
+    if (!dev) return std::unexpected(dev.error());
+    dev_ = std::make_unique<pci::Device>(std::move(*dev));
+    return registry_->create_pci_port(*dev_, devargs, PortEnv{arena_.get(), 1, nullptr});
+  }
+  static std::string message_of(const Result<std::unique_ptr<Port>>& r) {
+    return r ? std::string("(no error)") : r.error().message;
+  }
+
+  fs::path root_, dir_;
+  std::vector<std::uint8_t> bar_;
+  std::unique_ptr<DriverRegistry> registry_;
+  std::unique_ptr<Arena> arena_;
+  std::unique_ptr<pci::Device> dev_;
+};
+
+TEST_F(FakeVirtioDevice, LegacyDeviceIsRefused) {
+  set_config({});
+  auto p = probe();
+  ASSERT_FALSE(p);
+  EXPECT_NE(message_of(p).find("0000:00:09.0 (1af4:1041): no virtio 1.x common configuration"), std::string::npos)
+      << message_of(p);
+  EXPECT_NE(message_of(p).find("disable-modern=on"), std::string::npos) << message_of(p);
+}
+
+TEST_F(FakeVirtioDevice, BarSmallerThanItsStructuresIsRefusedWithBothSizes) {
+  set_config(qemu_caps(0x2000));  // notify at 0x3000 for 8 KiB: past the 16 KiB BAR
+  auto p = probe();
+  ASSERT_FALSE(p);
+  EXPECT_NE(message_of(p).find("BAR 0 (virtio structures) is 16384 bytes; the driver needs at least 20480"),
+            std::string::npos)
+      << message_of(p);
+  EXPECT_NE(message_of(p).find("0000:00:09.0"), std::string::npos) << message_of(p);
+}
+
+TEST_F(FakeVirtioDevice, DeviceWithoutVersion1IsRefused) {
+  offer(0);
+  auto p = probe();
+  ASSERT_FALSE(p);
+  EXPECT_NE(message_of(p).find("0000:00:09.0 (1af4:1041): offers features 0x0 without VERSION_1"), std::string::npos)
+      << message_of(p);
+}
+
+TEST_F(FakeVirtioDevice, ProbeReadsTheMacAndChecksTheKeys) {
+  offer(static_cast<std::uint32_t>(bit(feature::mac)) | 1u);  // bit 0 of the high word: VERSION_1 (bit 32)
+  auto p = probe();
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ((*p)->driver_name(), "net_virtio");
+  EXPECT_EQ((*p)->mac().to_string(), "52:54:00:12:00:09");
+  EXPECT_EQ((*p)->info().max_rx_queues, 1u) << "no MQ offered: one pair";
+
+  p = probe("0000:00:09.0,queue_size=512");
+  EXPECT_NE(message_of(p).find("key 'queue_size' value 512: the device takes 256 descriptors at most"),
+            std::string::npos)
+      << message_of(p);
+  p = probe("0000:00:09.0,tso=1");
+  EXPECT_NE(message_of(p).find("key 'tso' needs csum=1"), std::string::npos) << message_of(p);
+  p = probe("0000:00:09.0,packed_vq=maybe");
+  EXPECT_NE(message_of(p).find("packed_vq"), std::string::npos) << message_of(p);
+  p = probe("0000:00:09.0,queues=2");
+  EXPECT_NE(message_of(p).find("queues"), std::string::npos) << message_of(p);
+}
+
+}  // namespace
+}  // namespace ws::virtio

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The virtio-net driver's RX queue against a device simulated by writing its used ring: a good
+// packet comes out with the header stripped; a length beyond the buffer posted (a device that
+// wrote past what it was given) is counted, stops the queue, and every mbuf goes home.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "ws/core/arena.hpp"
+#include "ws/virtio/net_queues.hpp"
+
+namespace ws::virtio {
+namespace {
+
+// Addresses are our pointers; notifications are counted.
+struct TestHotPath {
+  static inline int notified = 0;
+  static std::uint64_t buffer_addr(const Mbuf* m) noexcept { return reinterpret_cast<std::uint64_t>(m->buf_addr); }
+  static void notify(QueueCommon&) noexcept { ++notified; }
+};
+
+class RxAgainstUsedRing : public ::testing::Test {
+ protected:
+  static constexpr std::uint32_t n = 64;
+  void SetUp() override {
+    auto a = Arena::create({"net_queues_test", 8u << 20, HugePolicy::never});
+    ASSERT_TRUE(a) << a.error().message;
+    arena_ = std::move(*a);
+    auto p = PktmbufPool::create(*arena_, {"pool", 256, 0});
+    ASSERT_TRUE(p) << p.error().message;
+    pool_ = std::move(*p);
+    mem_.assign(ring_area_bytes(n) + 64, std::byte{0});
+    auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mem_.data()) + 63) & ~std::uintptr_t{63});
+    area_ = carve_ring_area(base, n);
+    ring_ = SplitRing{n, reinterpret_cast<SplitDesc*>(area_.desc), reinterpret_cast<std::uint16_t*>(area_.driver),
+                      reinterpret_cast<std::uint16_t*>(area_.device)};
+    rx_.pool = pool_.get();
+    rx_.init(area_, false);
+    ASSERT_EQ(rx_.fill(), n);
+    ASSERT_EQ(*ring_.avail_idx(), n);
+  }
+  // The device: fills the next posted buffer with `len` bytes (header included) and returns it.
+  void device_returns(std::uint32_t len) {
+    const std::uint16_t head = ring_.avail_ring()[used_ % n];
+    ring_.used_ring()[used_ % n] = {head, len};
+    ++used_;
+    __atomic_store_n(ring_.used_idx(), used_, __ATOMIC_RELEASE);
+  }
+
+  std::unique_ptr<Arena> arena_;
+  std::unique_ptr<PktmbufPool> pool_;
+  std::vector<std::byte> mem_;
+  RingArea area_;
+  SplitRing ring_;
+  std::uint16_t used_ = 0;
+  VirtioRx<TestHotPath, false, false, false, false> rx_;
+};
+
+TEST_F(RxAgainstUsedRing, GoodPacketComesOutWithoutItsHeaderAndTheBufferIsReposted) {
+  device_returns(net_hdr_bytes + 60);
+  Mbuf* pkts[8];
+  ASSERT_EQ(rx_.rx_burst(pkts, 8), 1);
+  EXPECT_EQ(pkts[0]->pkt_len, 60u);
+  EXPECT_EQ(*ring_.avail_idx(), n + 1) << "the buffer taken was replaced";
+  mbuf_free(pkts[0]);
+  EXPECT_FALSE(rx_.health.broken());
+  rx_.release_mbufs();
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+TEST_F(RxAgainstUsedRing, LengthBeyondTheBufferIsCountedAndStopsTheQueue) {
+  device_returns(net_hdr_bytes + 60);
+  device_returns(1u << 20);  // more than any buffer we posted
+  device_returns(net_hdr_bytes + 60);
+  Mbuf* pkts[8];
+  const std::uint16_t got = rx_.rx_burst(pkts, 8);
+  EXPECT_EQ(got, 2) << "the good packets around the bad one of this burst still come out";
+  for (std::uint16_t i = 0; i < got; ++i) mbuf_free(pkts[i]);
+  EXPECT_EQ(rx_.counters.errors.read(), 1u);
+  EXPECT_TRUE(rx_.health.broken());
+  EXPECT_EQ(rx_.health.first_error(), QueueError::used_bad_length);
+  EXPECT_EQ(rx_.health.count(QueueError::used_bad_length), 1u);
+  device_returns(net_hdr_bytes + 60);
+  EXPECT_EQ(rx_.rx_burst(pkts, 8), 0) << "a stopped queue takes nothing more from the device";
+  rx_.release_mbufs();
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+TEST_F(RxAgainstUsedRing, LengthShorterThanTheHeaderStopsTheQueue) {
+  device_returns(net_hdr_bytes - 1);
+  Mbuf* pkts[8];
+  EXPECT_EQ(rx_.rx_burst(pkts, 8), 0);
+  EXPECT_EQ(rx_.health.first_error(), QueueError::used_bad_length);
+  EXPECT_EQ(queue_error_name(rx_.health.first_error()), "used_bad_length");
+  rx_.release_mbufs();
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+}  // namespace
+}  // namespace ws::virtio
