@@ -25,8 +25,9 @@ struct Cap {
   std::uint32_t multiplier = 0;
 };
 
+// Bytes past the config space are dropped: a capability placed to run past its end is cut off.
 void put32(std::vector<std::uint8_t>& c, std::size_t off, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) c[off + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(v >> (8 * i));
+  for (std::size_t i = 0; i < 4 && off + i < c.size(); ++i) c[off + i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 
 // A 256-byte config space with `caps` chained in order (QEMU's layout: everything in one BAR).
