@@ -13,10 +13,11 @@
 namespace ws::virtio {
 namespace {
 
-// struct virtio_pci_common_cfg (§4.1.4.3), byte offsets.
+// struct virtio_pci_common_cfg (§4.1.4.3), byte offsets. msix_config is never written: a reset
+// sets it to no vector, which a polling driver keeps.
 namespace common {
 inline constexpr std::size_t device_feature_select = 0, device_feature = 4, driver_feature_select = 8,
-                             driver_feature = 12, msix_config = 16, num_queues = 18, device_status = 20,
+                             driver_feature = 12, msix_config [[maybe_unused]] = 16, num_queues = 18, device_status = 20,
                              config_generation = 21, queue_select = 22, queue_size = 24, queue_msix_vector = 26,
                              queue_enable = 28, queue_notify_off = 30, queue_desc = 32, queue_driver = 40,
                              queue_device = 48, bytes = 56;
