@@ -186,9 +186,22 @@ class Cpio:
         return b"".join(self.parts)
 
 
+# /init mounts file systems over these: a file the image puts below one would be hidden.
+MOUNTED = ("/proc", "/sys", "/dev", "/tmp", "/run", "/var/run")
+
+
+def guest_path(host_path):
+    """Where a host binary goes in the guest: the same path (DPDK finds its plugins by theirs),
+    unless /init mounts over it, as a build tree under /tmp would be: then under /opt/host."""
+    if any(host_path == m or host_path.startswith(m + "/") for m in MOUNTED):
+        return "/opt/host" + host_path
+    return host_path
+
+
 class Image:
     """One initramfs. modules: names (NET_MODULES, UIO_MODULES); binaries: host paths copied to
-    the same path in the guest with the shared libraries they need; files: guest path -> host
+    the same path in the guest (guest_path()), and linked by name from /usr/local/bin, with the
+    shared libraries they need; files: guest path -> host
     path or bytes; scripts: NAME -> shell text, run by ws.run=NAME."""
 
     def __init__(self, kernel, modules=NET_MODULES, binaries=(), files=None, scripts=None):
@@ -206,8 +219,9 @@ class Image:
         for m in self.modules:
             out["/lib/modules/" + m] = (_read(os.path.join(self.kernel.modules, m)), 0o644)
         for b in self.binaries:
-            out[b] = (_read(b), 0o755)
-            out["/usr/local/bin/" + os.path.basename(b)] = (b.encode(), LINK)  # on PATH by name
+            at = guest_path(b)
+            out[at] = (_read(b), 0o755)
+            out["/usr/local/bin/" + os.path.basename(b)] = (at.encode(), LINK)  # on PATH by name
             for lib in shared_libraries(b):
                 out[lib] = (_read(lib), 0o755)
         for path, src in self.files.items():
