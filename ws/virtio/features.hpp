@@ -35,6 +35,26 @@ inline constexpr unsigned in_order = 35;       // §2.7.9 / §2.8.20
 constexpr std::uint64_t bit(unsigned b) noexcept { return std::uint64_t{1} << b; }
 constexpr bool has(std::uint64_t mask, unsigned b) noexcept { return (mask & bit(b)) != 0; }
 
+// The ring and header choices a driver's device string makes (packed_vq, in_order, mrg_rxbuf,
+// event_idx, csum, tso): the same keys with the same meaning on every transport.
+struct DriverChoices {
+  bool packed = false, in_order = true, mrg = true, event_idx = true, csum = false, tso = false;
+};
+
+// The feature bits those choices ask for. Each transport adds its own (PCI: mac, status,
+// ctrl_vq, mq, access_platform; vhost-user: mq with more than one queue pair).
+constexpr std::uint64_t driver_features(const DriverChoices& c) noexcept {
+  std::uint64_t want = bit(feature::version_1);
+  if (c.packed) want |= bit(feature::ring_packed);
+  if (c.in_order) want |= bit(feature::in_order);
+  if (c.mrg) want |= bit(feature::mrg_rxbuf);
+  if (c.event_idx) want |= bit(feature::event_idx);
+  if (c.csum) want |= bit(feature::csum) | bit(feature::guest_csum);
+  if (c.csum && c.tso)
+    want |= bit(feature::host_tso4) | bit(feature::host_tso6) | bit(feature::guest_tso4) | bit(feature::guest_tso6);
+  return want;
+}
+
 // What our vhost backend offers a frontend. The frontend may accept any subset; bits outside it
 // are refused at SET_FEATURES.
 // Header offloads as DPDK's vhost library offers them (net_vhost strips HOST_TSO4/6 unless

@@ -41,23 +41,14 @@ constexpr std::chrono::milliseconds reset_timeout{1000};
 constexpr std::uint16_t ctrl_mq_class = 4, ctrl_mq_pairs_set = 0;  // §5.1.6.5.5
 constexpr std::uint8_t ctrl_ok = 0;
 
-struct Options {
-  bool packed = true, in_order = true, mrg = true, event_idx = true, csum = false, tso = false;
+struct Options : virtio::DriverChoices {
   std::uint32_t queue_size = 0;
   std::uint32_t speed_mbps = 10000;
 };
 
 std::uint64_t wanted_features(const Options& o) {
-  std::uint64_t want = bit(feature::version_1) | bit(feature::mac) | bit(feature::status) | bit(feature::ctrl_vq) |
-                       bit(feature::mq) | bit(feature::access_platform);
-  if (o.packed) want |= bit(feature::ring_packed);
-  if (o.in_order) want |= bit(feature::in_order);
-  if (o.mrg) want |= bit(feature::mrg_rxbuf);
-  if (o.event_idx) want |= bit(feature::event_idx);
-  if (o.csum) want |= bit(feature::csum) | bit(feature::guest_csum);
-  if (o.csum && o.tso)
-    want |= bit(feature::host_tso4) | bit(feature::host_tso6) | bit(feature::guest_tso4) | bit(feature::guest_tso6);
-  return want;
+  return virtio::driver_features(o) | bit(feature::mac) | bit(feature::status) | bit(feature::ctrl_vq) |
+         bit(feature::mq) | bit(feature::access_platform);
 }
 
 class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {

@@ -57,27 +57,18 @@ constexpr std::array<std::uint32_t, 8> dpdk_link_speeds = {10000, 20000, 25000, 
 
 constexpr std::array<std::string_view, 1> virtio_user_aliases = {"virtio_user"};  // DPDK's RTE_PMD_REGISTER_ALIAS
 
-struct Options {
+struct Options : virtio::DriverChoices {
   std::string path;
   std::uint16_t queues = 1;
   std::uint32_t queue_size = 256;
-  bool packed = false, in_order = true, mrg = true, server = false, csum = false, tso = false, event_idx = true;
+  bool server = false;
   MacAddress mac{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
   std::uint32_t speed_mbps = 10000;
 };
 
 // The features we take when the backend offers them.
 std::uint64_t wanted_features(const Options& o) {
-  std::uint64_t want = bit(feature::version_1);
-  if (o.packed) want |= bit(feature::ring_packed);
-  if (o.in_order) want |= bit(feature::in_order);
-  if (o.mrg) want |= bit(feature::mrg_rxbuf);
-  if (o.event_idx) want |= bit(feature::event_idx);
-  if (o.queues > 1) want |= bit(feature::mq);
-  if (o.csum) want |= bit(feature::csum) | bit(feature::guest_csum);
-  if (o.csum && o.tso)
-    want |= bit(feature::host_tso4) | bit(feature::host_tso6) | bit(feature::guest_tso4) | bit(feature::guest_tso6);
-  return want;
+  return virtio::driver_features(o) | (o.queues > 1 ? bit(feature::mq) : 0);
 }
 
 class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPath> {
