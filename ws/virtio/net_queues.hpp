@@ -100,7 +100,13 @@ struct VirtioRx final : RxCommon {
     return dropped;
   }
 
-  // Posts up to `max` fresh buffers; the header lands in the headroom just before the data.
+  // Where the device writes a buffer's header: at the end of the default headroom, so that the
+  // header shares a cache line with the frame's first bytes, which the application writes
+  // anyway. A forwarded packet's TX header (stored where the RX one was) then costs no line of
+  // its own on either side.
+  static std::uint16_t hdr_offset(const Mbuf* m) noexcept { return m->headroom_default; }
+
+  // Posts up to `max` fresh buffers; the header lands at hdr_offset(), the data right after it.
   std::uint16_t refill(std::uint32_t max) noexcept {
     std::uint32_t want = engine.free_descs();
     if (want > max) want = max;
@@ -114,8 +120,7 @@ struct VirtioRx final : RxCommon {
       }
       for (std::uint32_t i = 0; i < k; ++i) {
         Mbuf* m = fresh[i];
-        const Buffer b{T::buffer_addr(m) + m->headroom_default - net_hdr_bytes,
-                       static_cast<std::uint32_t>(m->buf_len - m->headroom_default + net_hdr_bytes), true};
+        const Buffer b{T::buffer_addr(m) + hdr_offset(m), static_cast<std::uint32_t>(m->buf_len - hdr_offset(m)), true};
         engine.post(&b, 1, m);
       }
       posted = static_cast<std::uint16_t>(posted + k);
@@ -128,7 +133,7 @@ struct VirtioRx final : RxCommon {
   // The header of a complete packet still sits in its first buffer's headroom.
   static void apply_offloads(Mbuf* m) noexcept {
     NetHdr hdr;
-    std::memcpy(&hdr, m->buf_addr + m->headroom_default - net_hdr_bytes, sizeof hdr);
+    std::memcpy(&hdr, m->buf_addr + hdr_offset(m), sizeof hdr);
     if (check_net_hdr(hdr, m->pkt_len) == NetHdrCheck::ok) rx_net_hdr_to_offload(hdr, *m);
   }
 
@@ -150,7 +155,7 @@ struct VirtioRx final : RxCommon {
     for (std::uint16_t i = 0; i < k; ++i) {
       Mbuf* m = done[i];
       const std::uint32_t len = lens[i];
-      const std::uint32_t cap = m->buf_len - m->headroom_default + net_hdr_bytes;
+      const std::uint32_t cap = m->buf_len - hdr_offset(m);
       const bool first = !Mergeable || partial_left == 0;
       // A device that writes past what we gave it, or less than a header, is broken: the
       // queue stops (as for a bad used id), the process goes on.
@@ -161,13 +166,13 @@ struct VirtioRx final : RxCommon {
         continue;
       }
       if (first) {
-        m->data_off = m->headroom_default;
+        m->data_off = static_cast<std::uint16_t>(hdr_offset(m) + net_hdr_bytes);
         m->data_len = static_cast<std::uint16_t>(len - net_hdr_bytes);
         m->pkt_len = m->data_len;
         m->port = port_id;
         if constexpr (Mergeable) {
           NetHdr hdr;
-          std::memcpy(&hdr, m->buf_addr + m->headroom_default - net_hdr_bytes, sizeof hdr);
+          std::memcpy(&hdr, m->buf_addr + hdr_offset(m), sizeof hdr);
           if (hdr.num_buffers == 0) [[unlikely]] {
             counters.errors.add(1);
             health.report(QueueError::used_bad_length, 0);
@@ -184,7 +189,7 @@ struct VirtioRx final : RxCommon {
         bytes += m->pkt_len;
         pkts[got++] = m;
       } else {
-        m->data_off = static_cast<std::uint16_t>(m->headroom_default - net_hdr_bytes);
+        m->data_off = hdr_offset(m);
         m->data_len = static_cast<std::uint16_t>(len);
         partial_tail->next = m;
         partial_tail = m;
