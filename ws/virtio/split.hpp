@@ -275,6 +275,7 @@ class SplitDriver {
     cookie_.assign(ring.size, Cookie{});
     for (std::uint32_t i = 0; i < ring.size; ++i) next_[i] = static_cast<std::uint16_t>((i + 1) & mask_);
     free_head_ = 0;
+    free_tail_ = mask_;
     free_ = ring.size;
     avail_ = kicked_avail_ = last_used_ = 0;
   }
@@ -305,7 +306,7 @@ class SplitDriver {
     chain_len_[head] = n;
     cookie_[head] = cookie;
     std::uint16_t& slot = ring_.avail_ring()[avail_ & mask_];
-    if (!InOrder || detail::load_once(&slot) != head) slot = head;  // in order: unchanged after a lap
+    if (detail::load_once(&slot) != head) slot = head;  // unchanged after a lap while completions come in order
     ++avail_;
     return true;
   }
@@ -386,8 +387,14 @@ class SplitDriver {
     const std::uint16_t n = chain_len_[head];
     std::uint16_t last = head;
     for (std::uint16_t k = 1; k < n; ++k) last = next_[last];  // our private links, not the ring's
-    next_[last] = free_head_;
-    free_head_ = head;
+    // First in, first out, as the ids were posted: while the device completes in order, slot s
+    // gets id s again each lap and post() leaves the avail ring's lines clean.
+    if (free_ == 0) {
+      free_head_ = head;
+    } else {
+      next_[free_tail_] = head;
+    }
+    free_tail_ = last;
     free_ += n;
     chain_len_[head] = 0;
   }
@@ -399,6 +406,7 @@ class SplitDriver {
   std::vector<Cookie> cookie_;
   std::uint16_t mask_ = 0;
   std::uint16_t free_head_ = 0;
+  std::uint16_t free_tail_ = 0;  // out of order: the last free descriptor, where release() appends
   std::uint32_t free_ = 0;
   std::uint16_t avail_ = 0;  // shadow of avail->idx
   std::uint16_t kicked_avail_ = 0;

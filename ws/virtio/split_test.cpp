@@ -225,6 +225,47 @@ TEST(Split, InOrderDriverTakesTheTableInOrderAndReclaimsByCount) {
   EXPECT_FALSE(p.drv_health.broken());
 }
 
+// The out-of-order driver frees chains first in, first out: while the device completes them in
+// order, each lap posts the same ids at the same avail slots, so the avail ring is not written
+// again (a store there would take its line back from the device). Completions out of order
+// still come back whole.
+TEST(Split, OutOfOrderDriverReusesAvailSlotsWhileCompletionsComeInOrder) {
+  SplitPair p;
+  constexpr std::uint32_t n = SplitPair::n;
+  std::uint32_t cookies[n];
+  DefaultChain c;
+  auto lap = [&](std::uint32_t chains) {
+    p.post_writable_chains(chains);
+    for (std::uint32_t i = 0; i < chains; ++i) {
+      ASSERT_EQ(p.dev.pop(c), Pop::chain);
+      p.dev.push_used(c.id, 64);
+    }
+    p.dev.flush_used();
+    ASSERT_EQ(p.drv.reclaim(cookies, nullptr, n), chains);
+  };
+  for (int k = 0; k < 8; ++k) lap(32);  // one lap of the ring in bursts of 32
+  std::uint16_t first_lap[n];
+  std::memcpy(first_lap, p.ring.avail_ring(), sizeof first_lap);
+  for (std::uint32_t s = 0; s < n; ++s) EXPECT_EQ(first_lap[s], s);
+  for (int k = 0; k < 8; ++k) lap(32);
+  for (std::uint32_t s = 0; s < n; ++s) EXPECT_EQ(p.ring.avail_ring()[s], s) << "slot " << s << " changed";
+
+  // Out of order: the device completes three chains last to first; all come back, and the ids
+  // are posted again.
+  p.post_writable_chains(3);
+  DefaultChain got[3];
+  for (auto& g : got) ASSERT_EQ(p.dev.pop(g), Pop::chain);
+  for (int i = 2; i >= 0; --i) p.dev.push_used(got[i].id, 64);
+  p.dev.flush_used();
+  ASSERT_EQ(p.drv.reclaim(cookies, nullptr, n), 3);
+  EXPECT_EQ(cookies[0], 2u);
+  EXPECT_EQ(cookies[2], 0u);
+  EXPECT_EQ(p.drv.free_descs(), n);
+  for (int k = 0; k < 9; ++k) lap(32);
+  EXPECT_FALSE(p.drv_health.broken());
+  EXPECT_FALSE(p.dev_health.broken());
+}
+
 TEST(Split, FullRingRefusesPostsUntilReclaimed) {
   SplitPair p;
   const Buffer b{p.buf(0), 64, false};
