@@ -451,6 +451,19 @@ class PackedDriver {
     return true;
   }
 
+  // Asks for the descriptor lines the next n posts write, all at once and for writing. The
+  // device read them last, so each store would otherwise wait for its line in turn, as many at
+  // a time as the store buffer holds.
+  void prefetch_post(std::uint32_t n) const noexcept {
+    constexpr std::uint32_t per_line = 64 / sizeof(PackedDesc);
+    if (n > free_) n = free_;
+    if (n == 0) return;
+    std::uint32_t line = avail_ - avail_ % per_line;
+    const std::uint32_t end = avail_ + n;  // may pass the ring's end: wrap below
+    for (std::uint32_t at = line; at < end; at += per_line)
+      __builtin_prefetch(&ring_.desc[at < ring_.size ? at : at - ring_.size], 1);
+  }
+
   // Nothing to publish in a packed ring; returns whether the device wants a kick (§2.8.10).
   bool publish() noexcept {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -471,7 +484,10 @@ class PackedDriver {
   // Takes up to `max` completed chains. Ids we did not post break the queue.
   std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {
     if (health_->broken()) [[unlikely]] return 0;
-    if constexpr (!InOrder) prefetch_used_lines();
+    // Only once the device has returned the next chain: on an RX ring every descriptor is
+    // outstanding, and prefetching lines the device is still writing takes them from it.
+    if (outstanding_ > 0 && packed_used(__atomic_load_n(&ring_.desc[used_].flags, __ATOMIC_RELAXED), used_wrap_))
+      prefetch_used_lines(max < outstanding_ ? max : outstanding_);
     std::uint16_t done = 0;
     while (done < max && outstanding_ > 0) {
       if (batch_id_ < 0) {
@@ -524,13 +540,12 @@ class PackedDriver {
   std::uint16_t avail_bits() const noexcept {
     return static_cast<std::uint16_t>(avail_wrap_ ? desc_flag::avail : desc_flag::used);
   }
-  // Out of order, each used descriptor's position follows from the id in the one before (the
-  // chain length it skips), so walking them makes every cache line's miss wait for the previous
-  // one. With one-descriptor chains they are consecutive: start loading the lines a batch of the
-  // device (4, see PackedDevice::stage_used) can hold, while the first is read.
-  void prefetch_used_lines() const noexcept {
+  // The used descriptors of a burst are read one after the other, each load behind the branch
+  // on the one before, so their lines would arrive one or two at a time. Start loading the
+  // lines of the next n descriptors (one-descriptor chains: consecutive) while the first is read.
+  void prefetch_used_lines(std::uint32_t n) const noexcept {
     constexpr std::uint32_t per_line = 64 / sizeof(PackedDesc);
-    for (std::uint32_t k = per_line; k < 4 * per_line && k < outstanding_; k += per_line) {
+    for (std::uint32_t k = per_line - used_ % per_line; k < n; k += per_line) {
       std::uint32_t i = used_ + k;
       if (i >= ring_.size) i -= ring_.size;
       __builtin_prefetch(&ring_.desc[i]);
