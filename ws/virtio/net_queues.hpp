@@ -253,7 +253,13 @@ struct VirtioTx final : TxCommon {
 
  private:
   std::uint16_t transmit(Mbuf** pkts, std::uint16_t n) noexcept {
-    free_completed(engine);  // what the device has consumed
+    // As DPDK's driver: reclaim only the shortfall, the oldest chains, long completed.
+    if (const std::uint32_t free = engine.free_descs(); free < n) {
+      Mbuf* done[mbuf_max_burst];
+      const auto want = static_cast<std::uint16_t>(n - free < mbuf_max_burst ? n - free : mbuf_max_burst);
+      const std::uint16_t k = engine.reclaim(done, nullptr, want);
+      if (k > 0) mbuf_free_bulk(std::span<Mbuf* const>(done, k));
+    }
     engine.prefetch_post(n);
     constexpr std::uint16_t max_segs = 63;
     Buffer b[max_segs + 1];
