@@ -32,18 +32,20 @@ concept QueueTransport = requires(const Mbuf* m, QueueCommon& q) {
 };
 
 
-// Frees every chain the device has completed and no burst reclaimed yet; returns how many. A
-// reclaim short of its 64 took everything there was: no further call.
+// Frees up to `max` (by default every) chains the device has completed and no burst reclaimed
+// yet, oldest first; returns how many. A reclaim short of what it asked for took everything
+// there was: no further call.
 template <class Engine>
-std::uint32_t free_completed(Engine& engine) noexcept {
+std::uint32_t free_completed(Engine& engine, std::uint32_t max = ~std::uint32_t{0}) noexcept {
   Mbuf* done[64];
   std::uint32_t n = 0;
-  std::uint16_t k;
-  do {
-    k = engine.reclaim(done, nullptr, 64);
+  while (n < max) {
+    const auto want = static_cast<std::uint16_t>(max - n < 64 ? max - n : 64);
+    const std::uint16_t k = engine.reclaim(done, nullptr, want);
     if (k > 0) mbuf_free_bulk(std::span<Mbuf* const>(done, k));
     n += k;
-  } while (k == 64);
+    if (k < want) break;
+  }
   return n;
 }
 
@@ -253,13 +255,9 @@ struct VirtioTx final : TxCommon {
 
  private:
   std::uint16_t transmit(Mbuf** pkts, std::uint16_t n) noexcept {
-    // As DPDK's driver: reclaim only the shortfall, the oldest chains, long completed.
-    if (const std::uint32_t free = engine.free_descs(); free < n) {
-      Mbuf* done[mbuf_max_burst];
-      const auto want = static_cast<std::uint16_t>(n - free < mbuf_max_burst ? n - free : mbuf_max_burst);
-      const std::uint16_t k = engine.reclaim(done, nullptr, want);
-      if (k > 0) mbuf_free_bulk(std::span<Mbuf* const>(done, k));
-    }
+    // As DPDK's driver: reclaim only when the burst runs short, and only the shortfall, the
+    // oldest chains, long completed.
+    if (const std::uint32_t free = engine.free_descs(); free < n) free_completed(engine, n - free);
     engine.prefetch_post(n);
     constexpr std::uint16_t max_segs = 63;
     Buffer b[max_segs + 1];
@@ -294,7 +292,9 @@ struct VirtioTx final : TxCommon {
         b[cnt++] = {zero_hdr, net_hdr_bytes, false};
         for (Mbuf* s = m; s != nullptr; s = s->next) b[cnt++] = {T::buffer_addr(s) + s->data_off, s->data_len, false};
       }
-      if (!engine.post(b, cnt, m)) break;
+      // Packets of several descriptors can need more than the shortfall counted: then take
+      // back every completed chain and try once more.
+      if (!engine.post(b, cnt, m) && (free_completed(engine) == 0 || !engine.post(b, cnt, m))) break;
       ++posted;
       bytes += m->pkt_len;
     }

@@ -97,5 +97,74 @@ TEST_F(RxAgainstUsedRing, LengthShorterThanTheHeaderStopsTheQueue) {
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 
+// The TX queue against a device that completes everything it is given. A packet another owner
+// also holds (refcount 2) cannot carry its header, so it takes two descriptors; the queue
+// reclaims only when it runs short, and a burst whose packets need more descriptors than are
+// free must still reclaim what the device finished rather than refuse packets.
+class TxAgainstUsedRing : public ::testing::Test {
+ protected:
+  static constexpr std::uint32_t n = 64;
+  void SetUp() override {
+    auto a = Arena::create({"net_queues_test", 8u << 20, HugePolicy::never});
+    ASSERT_TRUE(a) << a.error().message;
+    arena_ = std::move(*a);
+    auto p = PktmbufPool::create(*arena_, {"pool", 256, 0});
+    ASSERT_TRUE(p) << p.error().message;
+    pool_ = std::move(*p);
+    mem_.assign(ring_area_bytes(n) + 64, std::byte{0});
+    auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mem_.data()) + 63) & ~std::uintptr_t{63});
+    area_ = carve_ring_area(base, n);
+    ring_ = SplitRing{n, reinterpret_cast<SplitDesc*>(area_.desc), reinterpret_cast<std::uint16_t*>(area_.driver),
+                      reinterpret_cast<std::uint16_t*>(area_.device)};
+    tx_.zero_hdr = 0x1000;
+    tx_.init(area_, false);
+  }
+  // `count` packets of 60 bytes, each also held by a second owner (the test).
+  std::vector<Mbuf*> shared_packets(std::uint32_t count) {
+    std::vector<Mbuf*> v;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      Mbuf* m = pool_->alloc();
+      if (m == nullptr) {
+        ADD_FAILURE() << "pool empty";
+        break;
+      }
+      m->data_len = 60;
+      m->pkt_len = 60;
+      m->refcnt.store(2, std::memory_order_relaxed);
+      v.push_back(m);
+    }
+    return v;
+  }
+  // The device: returns every chain made available so far.
+  void device_completes_all() {
+    const std::uint16_t avail = *ring_.avail_idx();
+    for (; used_ != avail; ++used_) ring_.used_ring()[used_ % n] = {ring_.avail_ring()[used_ % n], 0};
+    __atomic_store_n(ring_.used_idx(), used_, __ATOMIC_RELEASE);
+  }
+
+  std::unique_ptr<Arena> arena_;
+  std::unique_ptr<PktmbufPool> pool_;
+  std::vector<std::byte> mem_;
+  RingArea area_;
+  SplitRing ring_;
+  std::uint16_t used_ = 0;
+  VirtioTx<TestHotPath, false, false, false> tx_;
+};
+
+TEST_F(TxAgainstUsedRing, ReclaimsCompletedChainsWhenABurstNeedsMoreDescriptorsThanAreFree) {
+  auto first = shared_packets(24);  // 48 descriptors: 16 stay free
+  ASSERT_EQ(tx_.tx_burst(first.data(), 24), 24);
+  device_completes_all();
+  auto second = shared_packets(16);  // 32 descriptors needed, 16 free, 48 completed
+  EXPECT_EQ(tx_.tx_burst(second.data(), 16), 16) << "completed chains must make room, not packets refused";
+  EXPECT_EQ(tx_.counters.full.read(), 0u);
+  EXPECT_EQ(tx_.counters.packets.read(), 40u);
+  device_completes_all();
+  tx_.release_mbufs();
+  for (auto* v : {&first, &second})
+    for (Mbuf* m : *v) mbuf_free(m);  // the second owner's reference
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace ws::virtio
