@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The virtio-net driver's RX queue against a device simulated by writing its used ring: a good
+// The virtio-net driver's queues against a device simulated by writing its used ring. RX: a good
 // packet comes out with the header stripped; a length beyond the buffer posted (a device that
-// wrote past what it was given) is counted, stops the queue, and every mbuf goes home.
+// wrote past what it was given) is counted, stops the queue, and every mbuf goes home. TX:
+// completed chains make room for a burst that needs more descriptors than are free.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,7 +21,8 @@ struct TestHotPath {
   static void notify(QueueCommon&) noexcept { ++notified; }
 };
 
-class RxAgainstUsedRing : public ::testing::Test {
+// A split ring of n entries in our memory, an arena and a pool: what both queues run on.
+class QueueAgainstRing : public ::testing::Test {
  protected:
   static constexpr std::uint32_t n = 64;
   void SetUp() override {
@@ -35,6 +37,21 @@ class RxAgainstUsedRing : public ::testing::Test {
     area_ = carve_ring_area(base, n);
     ring_ = SplitRing{n, reinterpret_cast<SplitDesc*>(area_.desc), reinterpret_cast<std::uint16_t*>(area_.driver),
                       reinterpret_cast<std::uint16_t*>(area_.device)};
+  }
+
+  std::unique_ptr<Arena> arena_;
+  std::unique_ptr<PktmbufPool> pool_;
+  std::vector<std::byte> mem_;
+  RingArea area_;
+  SplitRing ring_;
+  std::uint16_t used_ = 0;
+};
+
+class RxAgainstUsedRing : public QueueAgainstRing {
+ protected:
+  void SetUp() override {
+    QueueAgainstRing::SetUp();
+    if (HasFatalFailure()) return;
     rx_.pool = pool_.get();
     rx_.init(area_, false);
     ASSERT_EQ(rx_.fill(), n);
@@ -48,12 +65,6 @@ class RxAgainstUsedRing : public ::testing::Test {
     __atomic_store_n(ring_.used_idx(), used_, __ATOMIC_RELEASE);
   }
 
-  std::unique_ptr<Arena> arena_;
-  std::unique_ptr<PktmbufPool> pool_;
-  std::vector<std::byte> mem_;
-  RingArea area_;
-  SplitRing ring_;
-  std::uint16_t used_ = 0;
   VirtioRx<TestHotPath, false, false, false, false> rx_;
 };
 
@@ -101,21 +112,11 @@ TEST_F(RxAgainstUsedRing, LengthShorterThanTheHeaderStopsTheQueue) {
 // also holds (refcount 2) cannot carry its header, so it takes two descriptors; the queue
 // reclaims only when it runs short, and a burst whose packets need more descriptors than are
 // free must still reclaim what the device finished rather than refuse packets.
-class TxAgainstUsedRing : public ::testing::Test {
+class TxAgainstUsedRing : public QueueAgainstRing {
  protected:
-  static constexpr std::uint32_t n = 64;
   void SetUp() override {
-    auto a = Arena::create({"net_queues_test", 8u << 20, HugePolicy::never});
-    ASSERT_TRUE(a) << a.error().message;
-    arena_ = std::move(*a);
-    auto p = PktmbufPool::create(*arena_, {"pool", 256, 0});
-    ASSERT_TRUE(p) << p.error().message;
-    pool_ = std::move(*p);
-    mem_.assign(ring_area_bytes(n) + 64, std::byte{0});
-    auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mem_.data()) + 63) & ~std::uintptr_t{63});
-    area_ = carve_ring_area(base, n);
-    ring_ = SplitRing{n, reinterpret_cast<SplitDesc*>(area_.desc), reinterpret_cast<std::uint16_t*>(area_.driver),
-                      reinterpret_cast<std::uint16_t*>(area_.device)};
+    QueueAgainstRing::SetUp();
+    if (HasFatalFailure()) return;
     tx_.zero_hdr = 0x1000;
     tx_.init(area_, false);
   }
@@ -142,12 +143,6 @@ class TxAgainstUsedRing : public ::testing::Test {
     __atomic_store_n(ring_.used_idx(), used_, __ATOMIC_RELEASE);
   }
 
-  std::unique_ptr<Arena> arena_;
-  std::unique_ptr<PktmbufPool> pool_;
-  std::vector<std::byte> mem_;
-  RingArea area_;
-  SplitRing ring_;
-  std::uint16_t used_ = 0;
   VirtioTx<TestHotPath, false, false, false> tx_;
 };
 
