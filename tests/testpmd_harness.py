@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import unittest
 
 CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
@@ -25,11 +26,24 @@ def parse_args():
     return binary, [sys.argv[0]] + rest
 
 
+class TimedResult(unittest.TextTestResult):
+    """Prints each test's wall time after its verdict, so that a slow suite shows where it goes."""
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        self.stream.writeln("  ({:.1f} s)".format(time.monotonic() - self._started))
+
+
 def main(test_module):
     """Runs the tests of `test_module` (a test script run as __main__) with its BINARY set from
     --binary."""
     test_module.BINARY, argv = parse_args()
-    unittest.main(module=test_module, argv=argv, verbosity=2)
+    runner = unittest.TextTestRunner(resultclass=TimedResult, verbosity=2)
+    unittest.main(module=test_module, argv=argv, testRunner=runner)
 
 
 def require(test, ok, why):
