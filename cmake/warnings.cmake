@@ -13,6 +13,8 @@ if(WS_WERROR)
 endif()
 if(WS_NATIVE)
   target_compile_options(ws_flags INTERFACE -march=native)
+elseif(WS_MARCH)
+  target_compile_options(ws_flags INTERFACE -march=${WS_MARCH})
 endif()
 # Every function starts on a cache line, so a hot loop's layout does not depend on what else is
 # linked: with GCC's 16-byte default, two builds with identical hot instructions forwarded at
