@@ -186,7 +186,6 @@ class VmVhost(unittest.TestCase):
         self.addCleanup(self._cleanup)
         self.backends = []
         self.guests = []
-        self.t0 = time.monotonic()
 
     def _cleanup(self):
         for g in self.guests:
@@ -198,7 +197,6 @@ class VmVhost(unittest.TestCase):
             sys.stderr.write("\n[{}] logs kept in {}\n".format(self.id(), self.tmp))
         else:
             shutil.rmtree(self.tmp, ignore_errors=True)
-        sys.stderr.write("[{}] {:.1f} s\n".format(self.id().split(".")[-1], time.monotonic() - self.t0))
 
     def need_backend(self, kind):
         if kind == "dpdk":
