@@ -118,7 +118,6 @@ TEST_F(GsoTest, SegmentsReassembleAndPassTshark) {
       {false, ip_proto_tcp, 1000, 1448, 9000},  // fits: returned alone
   };
   std::vector<std::vector<std::uint8_t>> capture;
-  std::size_t expected_good = 0;
   for (const auto& c : cases) {
     FrameSpec s;
     s.ipv6 = c.ipv6;
@@ -178,7 +177,6 @@ TEST_F(GsoTest, SegmentsReassembleAndPassTshark) {
       }
       EXPECT_EQ(segs[i]->ol_flags & (mbuf_flag::tx_tcp_seg | gso_flag::tx_udp_seg | mbuf_flag::tx_l4_mask), 0u);
       capture.push_back(std::move(b));
-      ++expected_good;
     }
     EXPECT_EQ(payload, std::vector<std::uint8_t>(f.bytes.begin() + static_cast<std::ptrdiff_t>(hdr), f.bytes.end()));
     mbuf_free_bulk(std::span<Mbuf* const>(segs, *n));

@@ -13,6 +13,19 @@
 #include <cstdint>
 #include <vector>
 
+// GCC says it builds with AddressSanitizer through __SANITIZE_ADDRESS__, clang through
+// __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define WS_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WS_UNDER_ASAN 1
+#endif
+#endif
+#ifndef WS_UNDER_ASAN
+#define WS_UNDER_ASAN 0
+#endif
+
 namespace ws::virtio {
 namespace {
 
@@ -73,7 +86,7 @@ TEST(MappingGuard, OtherMappingsAreUntouchedAndReleaseUnguards) {
         ::_exit(0);
       },
       [](int status) {
-#if defined(__SANITIZE_ADDRESS__)
+#if WS_UNDER_ASAN
         return WIFEXITED(status) && WEXITSTATUS(status) == 1;  // ASan's exit code after its report
 #else
         return WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
