@@ -55,6 +55,12 @@ function(ws_fuzzer name)
     return()
   endif()
   add_executable(${name} ${F_SOURCES})
+  # `fuzzers` builds every fuzzer and only what they link: scripts/test needs nothing else of
+  # the fuzz preset (not wirespeed-testpmd, not the shared library).
+  if(NOT TARGET fuzzers)
+    add_custom_target(fuzzers)
+  endif()
+  add_dependencies(fuzzers ${name})
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_libraries(${name} PRIVATE ${F_LIBS} ws_flags)
