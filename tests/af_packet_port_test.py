@@ -43,7 +43,7 @@ class AfPacketCase(unittest.TestCase):
         args = ["ip", "netns", "exec", ns, BINARY, "-l", "0-1", "--no-huge"]
         for v in vdevs:
             args += ["--vdev", v]
-        args += ["--", "--summary-json", summary] + app
+        args += ["--", "--summary-json", summary] + testpmd_harness.SMALL_POOL + app
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
         p.ws_args, p.ws_summary = args, summary
         self.procs.append(p)
@@ -134,7 +134,7 @@ class PingAcrossIo(AfPacketCase):
 
 class BadDevices(unittest.TestCase):
     def refused(self, dev, *words):
-        p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.2"],
+        p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.2"] + testpmd_harness.SMALL_POOL,
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
         for w in ["net_af_packet0"] + list(words):

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -37,7 +38,7 @@ class AfXdpCase(unittest.TestCase):
     def setUp(self):
         netns.require_root(self)
         testpmd_harness.need_cpus_0_1(self)
-        probe = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", "net_af_xdp0", "--", "--duration", "0.1"],
+        probe = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", "net_af_xdp0", "--", "--duration", "0.1"] + testpmd_harness.SMALL_POOL,
                                capture_output=True, text=True, timeout=30)
         testpmd_harness.require(self, "no driver for" not in probe.stderr,
                                 "net_af_xdp is not built (libxdp-dev, libbpf-dev, clang-19)")
@@ -76,10 +77,17 @@ class AfXdpCase(unittest.TestCase):
         self.assertEqual(p.returncode, 0, where)
         return where
 
+    def stop_receiver(self, rx):
+        """Stops a receiver (its --duration is a cap) once the sender is done and the last frames
+        have crossed the veth; returns its (stdout, stderr)."""
+        time.sleep(0.3)
+        rx.send_signal(signal.SIGINT)
+        return rx.communicate(timeout=30)
+
     def send(self, vdev, seconds="0.6"):
         summary = os.path.join(self.tmp.name, "tx.json")
         p = self.popen(["ip", "netns", "exec", self.a, BINARY, "--lcores", "0@0,1@0", "--no-huge", "--vdev", vdev,
-                        "--", "--summary-json", summary, "--forward-mode=txonly", "--duration", seconds])
+                        "--", "--summary-json", summary, "--forward-mode=txonly", "--duration", seconds] + testpmd_harness.SMALL_POOL)
         out, err = p.communicate(timeout=30)
         self.check(p, out, err)
         with open(summary) as f:
@@ -90,10 +98,10 @@ class AfXdpCase(unittest.TestCase):
         before_a, before_b = netns.link_stats(self.a, "wsxa"), netns.link_stats(self.b, "wsxb")
         rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--vdev",
                          "net_af_xdp0,iface=wsxb", "--", "--summary-json", summary, "--forward-mode=rxonly",
-                         "--duration", "4"])
+                         "--duration", "4"] + testpmd_harness.SMALL_POOL)
         self.wait_xdp(rx)
         sent = self.send("net_af_xdp0,iface=wsxa,xdp_mode=skb")
-        out, err = rx.communicate(timeout=30)
+        out, err = self.stop_receiver(rx)
         where = self.check(rx, out, err)
         with open(summary) as f:
             port = json.load(f)["ports"][0]
@@ -113,10 +121,10 @@ class AfXdpCase(unittest.TestCase):
         summary = os.path.join(self.tmp.name, "rx-keys.json")
         rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--log-level=info",
                          "--vdev", "net_af_xdp0,iface=wsxb" + keys, "--", "--summary-json", summary,
-                         "--forward-mode=rxonly", "--duration", "4"])
+                         "--forward-mode=rxonly", "--duration", "4"] + testpmd_harness.SMALL_POOL)
         self.wait_xdp(rx)
         self.send("net_af_packet0,iface=wsxa")
-        out, err = rx.communicate(timeout=30)
+        out, err = self.stop_receiver(rx)
         where = self.check(rx, out, err)
         with open(summary) as f:
             received = json.load(f)["ports"][0]["rx_packets"]
@@ -144,7 +152,8 @@ class AfXdpCase(unittest.TestCase):
         before = ethtool_xdp(self.b, "wsxb")
         before_a = netns.link_stats(self.a, "wsxa")
         rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--vdev",
-                         "net_af_xdp0,iface=wsxb,xdp_prog=" + prog, "--", "-i", "--forward-mode=rxonly"],
+                         "net_af_xdp0,iface=wsxb,xdp_prog=" + prog, "--", "-i", "--forward-mode=rxonly"]
+                        + testpmd_harness.SMALL_POOL,
                         stdin=subprocess.PIPE)
         rx.stdin.write("start\n")
         rx.stdin.flush()
@@ -190,7 +199,7 @@ class BadDevices(unittest.TestCase):
                            ("net_af_xdp0,iface=lo,busy_budget=70000", ["busy_budget", "70000"]),
                            ("net_af_xdp0,iface=lo,force_copy=maybe", ["force_copy", "maybe"]),
                            ("net_af_xdp0,iface=lo,xdp_prog=/nonexistent/x.o", ["xdp_prog", "cannot read"])):
-            p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.1"],
+            p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.1"] + testpmd_harness.SMALL_POOL,
                                capture_output=True, text=True, timeout=30)
             testpmd_harness.require(self, "no driver for" not in p.stderr,
                                     "net_af_xdp is not built (libxdp-dev, libbpf-dev, clang-19)")

@@ -119,7 +119,7 @@ class NetCase(unittest.TestCase):
         summary = self.path("summary.json")
         if os.path.exists(summary):
             os.remove(summary)
-        args = [BINARY] + eal + ["--", "--summary-json", summary] + app
+        args = [BINARY] + eal + ["--", "--summary-json", summary] + testpmd_harness.SMALL_POOL + app
         p = subprocess.run(args, input="", capture_output=True, text=True, timeout=timeout)
         desc = "command: {}\nexit: {}\nstdout:\n{}\nstderr:\n{}".format(" ".join(args), p.returncode, p.stdout[-3000:],
                                                                        p.stderr[-3000:])
@@ -180,7 +180,7 @@ class CsumMode(NetCase):
         """txonly's UDP packets circulate between two rings through csum; none is counted bad."""
         s, desc = self.run_testpmd(EAL + ["--vdev", "net_ring0", "--vdev", "net_ring1,peer=net_ring0"],
                                    ["--forward-mode=csum", "--enable-rx-cksum", "--tx-first", "--auto-start",
-                                    "--duration=1", "--total-num-mbufs=8192"])
+                                    "--duration=1"])
         self.assertGreater(s["totals"]["rx_packets"], 1000, desc)
         self.assertEqual(s["totals"]["bad_ip_csum"], 0, desc)
         self.assertEqual(s["totals"]["bad_l4_csum"], 0, desc)

@@ -100,7 +100,7 @@ class PcapCase(unittest.TestCase):
         args = [BINARY] + EAL
         for v in vdevs:
             args += ["--vdev", v]
-        args += ["--", "--summary-json", summary] + app
+        args += ["--", "--summary-json", summary] + testpmd_harness.SMALL_POOL + app
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         where = "command: {}\nexit: {}\nstdout:\n{}\nstderr:\n{}".format(" ".join(args), p.returncode,
                                                                           p.stdout[-3000:], p.stderr[-3000:])
@@ -287,7 +287,8 @@ class BadFiles(PcapCase):
 
 class PhyMac(unittest.TestCase):
     def port_mac(self, ns, vdev):
-        p = netns.sh(BINARY, *EAL, "--vdev", vdev, "--", "--duration", "0.2", ns=ns, check=False)
+        p = netns.sh(BINARY, *EAL, "--vdev", vdev, "--", "--duration", "0.2", *testpmd_harness.SMALL_POOL, ns=ns,
+                       check=False)
         where = "{}\nexit {}\nstdout:\n{}\nstderr:\n{}".format(vdev, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
         testpmd_harness.assert_no_crash(self, p.stdout + p.stderr, where)
         return p, where
@@ -308,12 +309,12 @@ class PhyMac(unittest.TestCase):
         self.assertNotIn(mac.upper(), p.stdout, where)
 
     def test_phy_mac_needs_iface(self):
-        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,rx_iface=lo,phy_mac=1", "--", "--duration", "0.2"],
+        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,rx_iface=lo,phy_mac=1", "--", "--duration", "0.2"] + testpmd_harness.SMALL_POOL,
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         self.assertNotEqual(p.returncode, 0, p.stderr)
         for w in ("net_pcap0", "phy_mac", "iface="):
             self.assertIn(w, p.stderr)
-        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,iface=lo,phy_mac=2", "--", "--duration", "0.2"],
+        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,iface=lo,phy_mac=2", "--", "--duration", "0.2"] + testpmd_harness.SMALL_POOL,
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         self.assertNotEqual(p.returncode, 0, p.stderr)
         self.assertIn("phy_mac", p.stderr)

@@ -40,8 +40,12 @@ VIRTIO_LCORES = ["--lcores", "0@1,1@1"]
 CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault", "core dumped",
                  "terminate called", "Aborted"]
 HUGEPAGES = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
-
-
+# Seconds of traffic per pairing and per backend or frontend generation: the checks are counts
+# that agree and thousands of packets, which a second gives even under the sanitizers.
+WINDOW = 1
+# dpdk-testpmd's stdout is a pipe here, which stdio would buffer whole: line by line, the test sees
+# when it starts forwarding (dpdk_forwards).
+LINE_BUFFERED = ["stdbuf", "-oL"]
 
 
 def wait_for_socket(path, proc, timeout=10.0):
@@ -138,6 +142,12 @@ class PairBase(unittest.TestCase):
         self.early[p.pid] = buf
         return buf.count(text) >= count
 
+    def dpdk_forwards(self, p, seconds):
+        """Lets dpdk-testpmd `p` (non-interactive, --auto-start) forward for `seconds` once it has
+        started: it says "Press enter to exit" then. Its output is kept for finish()."""
+        self.assertTrue(self.read_until(p, "Press enter to exit"), "dpdk-testpmd did not start forwarding")
+        time.sleep(seconds)
+
     def finish(self, p, timeout=30):
         out, _ = p.communicate(timeout=timeout)
         out = self.early.pop(p.pid, "") + out
@@ -162,7 +172,8 @@ class OursWithOurs(PairBase):
         dev = "virtio_user0,path={},queues={},packed_vq={},in_order={},mrg_rxbuf={},queue_size={}".format(
             self.sock, queues, packed, in_order, mrg, queue_size)
         virtio = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
-                                                          "--nb-cores=1", "--txpkts=" + txpkts] + q, "virtio", 2))
+                                                          "--nb-cores=1", "--txpkts=" + txpkts] + q, "virtio",
+                                          WINDOW))
         vout = self.finish(virtio)
         vhost.send_signal(signal.SIGINT)  # done once the virtio side is: stop it (its 5 s is a cap)
         hout = self.finish(vhost)
@@ -230,7 +241,7 @@ class OursWithOurs(PairBase):
         """Our virtio_user (its device string has server=1) first, then our net_vhost client=1."""
         virtio = self.start(self.ours(VIRTIO_LCORES, virtio_dev.format(sock=self.sock),
                                       ["--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"],
-                                      "virtio", 2))
+                                      "virtio", WINDOW))
         self.assertTrue(wait_for_socket(self.sock, virtio), "virtio_user server=1 did not listen")
         vhost = self.start(self.ours(VHOST_LCORES, vhost_dev.format(sock=self.sock),
                                      ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 5))
@@ -255,7 +266,7 @@ class OursWithDpdk(PairBase):
     def dpdk(self, lcores, vdev, app, prefix, huge):
         # --in-memory: no hugepage files or runtime directory are left behind.
         mem = ["-m", "512", "--in-memory"] if huge else ["--no-huge", "-m", "512"]
-        return [DPDK] + mem + lcores + ["--file-prefix=" + prefix, "--no-pci", "--single-file-segments",
+        return LINE_BUFFERED + [DPDK] + mem + lcores + ["--file-prefix=" + prefix, "--no-pci", "--single-file-segments",
                                         "--vdev", vdev, "--"] + app + POOL
 
     def our_virtio_user_with_dpdk_vhost(self, vhost_dev, virtio_dev):
@@ -268,7 +279,7 @@ class OursWithDpdk(PairBase):
         self.assertTrue(wait_for_socket(self.sock, vhost), "dpdk-testpmd did not create its socket")
         virtio = self.start(self.ours(VIRTIO_LCORES, virtio_dev.format(sock=self.sock),
                                       ["--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"],
-                                      "virtio", 2))
+                                      "virtio", WINDOW))
         vout = self.finish(virtio)
         vhost.stdin.write("\n")
         vhost.stdin.flush()
@@ -296,10 +307,11 @@ class OursWithDpdk(PairBase):
                                       ["--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"],
                                       prefix, True),
                             stdin=subprocess.PIPE)
-        time.sleep(3)
+        self.dpdk_forwards(virtio, WINDOW)
         virtio.stdin.write("\n")
         virtio.stdin.flush()
         vout = self.finish(virtio)
+        vhost.send_signal(signal.SIGINT)  # done once the virtio side is (its 6 s is a cap)
         hout = self.finish(vhost)
         self.assertEqual(vhost.returncode, 0, hout[-3000:])
         hs = self.summary("vhost")
@@ -769,12 +781,12 @@ class Lifecycle(PairBase):
         dev = "virtio_user0,path={},queues=1,packed_vq=1".format(self.sock)
         first = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
                                                          "--nb-cores=1"], "first", 30))
-        time.sleep(2)
+        time.sleep(WINDOW)
         first.send_signal(signal.SIGKILL)
         first.wait()
         time.sleep(0.5)
         second = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
-                                                          "--nb-cores=1"], "second", 2))
+                                                          "--nb-cores=1"], "second", WINDOW))
         sout = self.finish(second)
         vhost.send_signal(signal.SIGINT)  # done once the second frontend is (its 9 s is a cap)
         hout = self.finish(vhost)
@@ -794,13 +806,13 @@ class Lifecycle(PairBase):
             dev = "virtio_user0,path={},queues=1,packed_vq={},server=1".format(self.sock, k % 2)
             tag = "front{}".format(k)
             front = self.start(self.ours(VIRTIO_LCORES, dev, ["--forward-mode=mac", "--auto-start", "--tx-first",
-                                                             "--nb-cores=1"], tag, 30 if fate == "killed" else 2))
+                                                             "--nb-cores=1"], tag, 30 if fate == "killed" else WINDOW))
             self.assertTrue(wait_for_socket(self.sock, front), "{}: virtio_user server=1 did not listen".format(tag))
             if vhost is None:
                 vhost = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
                                              ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 10))
             if fate == "killed":
-                time.sleep(1.5)
+                time.sleep(WINDOW)
                 front.send_signal(signal.SIGKILL)
                 front.wait()
                 continue
@@ -863,11 +875,11 @@ class Lifecycle(PairBase):
             tag = "{}_back{}".format(name, k)
             back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
                                         ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag,
-                                        30 if fate == "killed" else 2))
+                                        30 if fate == "killed" else WINDOW))
             if fate == "killed":
                 # Killed once it serves the frontend's rings (a slow machine may start it late).
                 self.assertTrue(self.read_until(front, "the vhost backend is back"), "{}: did not connect".format(tag))
-                time.sleep(1.0)
+                time.sleep(WINDOW)
                 back.send_signal(signal.SIGKILL)
                 back.wait()
                 continue
@@ -901,7 +913,7 @@ class Lifecycle(PairBase):
         for k in range(2):
             tag = "{}_back{}".format(name, k)
             back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
-                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag, 1.5))
+                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag, WINDOW))
             out = self.finish(back)
             self.assertEqual(back.returncode, 0, out[-3000:])
             backs.append(self.summary(tag))
@@ -931,11 +943,11 @@ class Lifecycle(PairBase):
     def serve_dpdk_backends_that_come_back(self, name, packed, in_order):
         front = self.start_server_frontend(name, packed, in_order, 30)
         for k in range(2):
-            back = self.start([DPDK, "--no-huge", "-m", "512"] + VHOST_LCORES +
+            back = self.start(LINE_BUFFERED + [DPDK, "--no-huge", "-m", "512"] + VHOST_LCORES +
                               ["--file-prefix=wsvh{}".format(os.getpid()), "--no-pci", "--single-file-segments",
                                "--vdev", "net_vhost0,iface={},client=1".format(self.sock), "--",
                                "--forward-mode=io", "--auto-start", "--nb-cores=1"] + POOL, stdin=subprocess.PIPE)
-            time.sleep(2.5)
+            self.dpdk_forwards(back, WINDOW)
             back.stdin.write("\n")
             back.stdin.flush()
             out = self.finish(back)
