@@ -172,7 +172,7 @@ class OffloadBase(vp.PairBase):
         # change only on a stopped port, which renegotiates CSUM with the peer on restart.
         self.say(p, "port stop 0", "csum set tcp hw 0", "csum set udp hw 0", "port start 0", "set fwd csum",
                  pause=1.0)
-        self.say(p, "start", pause=1.5)
+        self.say(p, "start", pause=3.0)
         self.say(p, "stop", "quit")
 
     # ---- the verdict ----
@@ -209,7 +209,7 @@ class OursWithOurs(OffloadBase):
         rx = self.our_receiver(vp.VHOST_LCORES, vhost_dev, "vhost", 6, app=receiver_app)
         self.assertTrue(vp.wait_for_socket(self.sock, rx))
         tx = self.our_sender(vp.VIRTIO_LCORES, virtio_dev, "virtio")
-        self.say(tx, "start", pause=1.0)
+        self.say(tx, "start", pause=2.0)
         self.say(tx, "stop", "quit")
         tout, rout = self.finish(tx), self.stop_receiver(rx)
         self.check_ours("virtio", tout, tx=COUNT)
@@ -244,7 +244,7 @@ class OursWithOurs(OffloadBase):
                 rx = self.our_receiver(vp.VIRTIO_LCORES, "virtio_user0,path={},csum=1,packed_vq={}".format(
                     self.sock, packed), "virtio", 4)
                 time.sleep(1.0)
-                self.say(tx, "start", pause=1.0)
+                self.say(tx, "start", pause=2.0)
                 self.say(tx, "stop", "quit")
                 tout, rout = self.finish(tx), self.stop_receiver(rx)
                 self.check_ours("vhost", tout, tx=COUNT)
@@ -262,7 +262,7 @@ class OursWithDpdk(OffloadBase):
                                 "wsofh{}".format(os.getpid()), False)
         self.assertTrue(vp.wait_for_socket(self.sock, rx), "dpdk-testpmd did not create its socket")
         tx = self.our_sender(vp.VIRTIO_LCORES, "virtio_user0,path={},csum=1".format(self.sock), "virtio")
-        self.say(tx, "start", pause=1.0)
+        self.say(tx, "start", pause=2.0)
         self.say(tx, "stop", "quit")
         tout = self.finish(tx)
         self.say(rx, "")
@@ -314,7 +314,7 @@ class OursWithDpdk(OffloadBase):
             rx = self.dpdk_receiver(vp.VIRTIO_LCORES, "virtio_user0,path={}".format(self.sock),
                                     "wsofu{}".format(os.getpid()), True)
             self.dpdk_forwards(rx, 0)  # connected and polling
-            self.say(tx, "start", pause=1.0)
+            self.say(tx, "start", pause=2.0)
             self.say(tx, "stop", "quit")
             tout = self.finish(tx)
             self.say(rx, "")
