@@ -134,7 +134,8 @@ class PingAcrossIo(AfPacketCase):
 
 class BadDevices(unittest.TestCase):
     def refused(self, dev, *words):
-        p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.2"] + testpmd_harness.SMALL_POOL,
+        p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.2"]
+                           + testpmd_harness.SMALL_POOL,
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
         for w in ["net_af_packet0"] + list(words):

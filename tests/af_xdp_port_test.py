@@ -22,6 +22,15 @@ import netns  # noqa: E402
 import testpmd_harness  # noqa: E402
 
 BINARY = None  # set from --binary by testpmd_harness.main
+SENDER_LCORES = ("--lcores", "0@0,1@0")
+RECEIVER_LCORES = ("--lcores", "0@1,1@1")
+
+
+def testpmd(vdev, app, eal=("-l", "0-1"), ns=None):
+    """wirespeed-testpmd on one device, without huge pages and with a small pool; inside network
+    namespace `ns` when given."""
+    args = [BINARY] + list(eal) + ["--no-huge", "--vdev", vdev, "--"] + list(app) + testpmd_harness.SMALL_POOL
+    return (["ip", "netns", "exec", ns] if ns else []) + args
 
 
 def ethtool_xdp(ns, dev):
@@ -38,8 +47,8 @@ class AfXdpCase(unittest.TestCase):
     def setUp(self):
         netns.require_root(self)
         testpmd_harness.need_cpus_0_1(self)
-        probe = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", "net_af_xdp0", "--", "--duration", "0.1"] + testpmd_harness.SMALL_POOL,
-                               capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(testpmd("net_af_xdp0", ["--duration", "0.1"]), capture_output=True, text=True,
+                               timeout=30)
         testpmd_harness.require(self, "no driver for" not in probe.stderr,
                                 "net_af_xdp is not built (libxdp-dev, libbpf-dev, clang-19)")
         self.tmp = testpmd_harness.temp_dir(self, "ws-xdp-")
@@ -86,8 +95,8 @@ class AfXdpCase(unittest.TestCase):
 
     def send(self, vdev, seconds="0.6"):
         summary = os.path.join(self.tmp.name, "tx.json")
-        p = self.popen(["ip", "netns", "exec", self.a, BINARY, "--lcores", "0@0,1@0", "--no-huge", "--vdev", vdev,
-                        "--", "--summary-json", summary, "--forward-mode=txonly", "--duration", seconds] + testpmd_harness.SMALL_POOL)
+        p = self.popen(testpmd(vdev, ["--summary-json", summary, "--forward-mode=txonly", "--duration", seconds],
+                               SENDER_LCORES, self.a))
         out, err = p.communicate(timeout=30)
         self.check(p, out, err)
         with open(summary) as f:
@@ -96,9 +105,9 @@ class AfXdpCase(unittest.TestCase):
     def test_txonly_to_rxonly_counts_match_kernel(self):
         summary = os.path.join(self.tmp.name, "rx.json")
         before_a, before_b = netns.link_stats(self.a, "wsxa"), netns.link_stats(self.b, "wsxb")
-        rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--vdev",
-                         "net_af_xdp0,iface=wsxb", "--", "--summary-json", summary, "--forward-mode=rxonly",
-                         "--duration", "4"] + testpmd_harness.SMALL_POOL)
+        rx = self.popen(testpmd("net_af_xdp0,iface=wsxb",
+                                ["--summary-json", summary, "--forward-mode=rxonly", "--duration", "4"],
+                                RECEIVER_LCORES, self.b))
         self.wait_xdp(rx)
         sent = self.send("net_af_xdp0,iface=wsxa,xdp_mode=skb")
         out, err = self.stop_receiver(rx)
@@ -119,9 +128,9 @@ class AfXdpCase(unittest.TestCase):
     def receive_with(self, keys):
         """rxonly on end B with extra device keys while end A sends; returns (received, stderr)."""
         summary = os.path.join(self.tmp.name, "rx-keys.json")
-        rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--log-level=info",
-                         "--vdev", "net_af_xdp0,iface=wsxb" + keys, "--", "--summary-json", summary,
-                         "--forward-mode=rxonly", "--duration", "4"] + testpmd_harness.SMALL_POOL)
+        rx = self.popen(testpmd("net_af_xdp0,iface=wsxb" + keys,
+                                ["--summary-json", summary, "--forward-mode=rxonly", "--duration", "4"],
+                                RECEIVER_LCORES + ("--log-level=info",), self.b))
         self.wait_xdp(rx)
         self.send("net_af_packet0,iface=wsxa")
         out, err = self.stop_receiver(rx)
@@ -151,10 +160,8 @@ class AfXdpCase(unittest.TestCase):
     def run_drop(self, prog, expect_dropped_all):
         before = ethtool_xdp(self.b, "wsxb")
         before_a = netns.link_stats(self.a, "wsxa")
-        rx = self.popen(["ip", "netns", "exec", self.b, BINARY, "--lcores", "0@1,1@1", "--no-huge", "--vdev",
-                         "net_af_xdp0,iface=wsxb,xdp_prog=" + prog, "--", "-i", "--forward-mode=rxonly"]
-                        + testpmd_harness.SMALL_POOL,
-                        stdin=subprocess.PIPE)
+        rx = self.popen(testpmd("net_af_xdp0,iface=wsxb,xdp_prog=" + prog, ["-i", "--forward-mode=rxonly"],
+                                RECEIVER_LCORES, self.b), stdin=subprocess.PIPE)
         rx.stdin.write("start\n")
         rx.stdin.flush()
         self.wait_xdp(rx)
@@ -199,8 +206,7 @@ class BadDevices(unittest.TestCase):
                            ("net_af_xdp0,iface=lo,busy_budget=70000", ["busy_budget", "70000"]),
                            ("net_af_xdp0,iface=lo,force_copy=maybe", ["force_copy", "maybe"]),
                            ("net_af_xdp0,iface=lo,xdp_prog=/nonexistent/x.o", ["xdp_prog", "cannot read"])):
-            p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", dev, "--", "--duration", "0.1"] + testpmd_harness.SMALL_POOL,
-                               capture_output=True, text=True, timeout=30)
+            p = subprocess.run(testpmd(dev, ["--duration", "0.1"]), capture_output=True, text=True, timeout=30)
             testpmd_harness.require(self, "no driver for" not in p.stderr,
                                     "net_af_xdp is not built (libxdp-dev, libbpf-dev, clang-19)")
             self.assertNotEqual(p.returncode, 0, p.stderr)

@@ -288,7 +288,7 @@ class BadFiles(PcapCase):
 class PhyMac(unittest.TestCase):
     def port_mac(self, ns, vdev):
         p = netns.sh(BINARY, *EAL, "--vdev", vdev, "--", "--duration", "0.2", *testpmd_harness.SMALL_POOL, ns=ns,
-                       check=False)
+                     check=False)
         where = "{}\nexit {}\nstdout:\n{}\nstderr:\n{}".format(vdev, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
         testpmd_harness.assert_no_crash(self, p.stdout + p.stderr, where)
         return p, where
@@ -309,12 +309,14 @@ class PhyMac(unittest.TestCase):
         self.assertNotIn(mac.upper(), p.stdout, where)
 
     def test_phy_mac_needs_iface(self):
-        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,rx_iface=lo,phy_mac=1", "--", "--duration", "0.2"] + testpmd_harness.SMALL_POOL,
+        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,rx_iface=lo,phy_mac=1", "--", "--duration", "0.2"]
+                           + testpmd_harness.SMALL_POOL,
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         self.assertNotEqual(p.returncode, 0, p.stderr)
         for w in ("net_pcap0", "phy_mac", "iface="):
             self.assertIn(w, p.stderr)
-        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,iface=lo,phy_mac=2", "--", "--duration", "0.2"] + testpmd_harness.SMALL_POOL,
+        p = subprocess.run([BINARY] + EAL + ["--vdev", "net_pcap0,iface=lo,phy_mac=2", "--", "--duration", "0.2"]
+                           + testpmd_harness.SMALL_POOL,
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         self.assertNotEqual(p.returncode, 0, p.stderr)
         self.assertIn("phy_mac", p.stderr)

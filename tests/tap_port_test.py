@@ -89,7 +89,8 @@ class TapPing(TapCase):
 class TapRemoteAndPersist(TapCase):
     def run_testpmd(self, ns, vdev, seconds):
         args = ["ip", "netns", "exec", ns, BINARY, "-l", "0-1", "--no-huge", "--log-level=info", "--vdev", vdev, "--",
-                "--forward-mode=icmpecho", "--icmpecho-ip=10.99.6.2", "--duration", str(seconds)] + testpmd_harness.SMALL_POOL
+                "--forward-mode=icmpecho", "--icmpecho-ip=10.99.6.2", "--duration", str(seconds)]
+        args += testpmd_harness.SMALL_POOL
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL)
 
@@ -140,7 +141,8 @@ class TapRemoteAndPersist(TapCase):
 
 class BadDevices(unittest.TestCase):
     def refused(self, vdev, app, *words):
-        p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", vdev, "--"] + app + ["--duration", "0.2"] + testpmd_harness.SMALL_POOL,
+        p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", vdev, "--"] + app + ["--duration", "0.2"]
+                           + testpmd_harness.SMALL_POOL,
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
         for w in words:

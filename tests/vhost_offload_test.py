@@ -146,7 +146,8 @@ class OffloadBase(vp.PairBase):
 
     def dpdk_args(self, lcores, vdevs, app, prefix, huge):
         mem = ["-m", "512", "--in-memory"] if huge else ["--no-huge", "-m", "512"]
-        args = vp.LINE_BUFFERED + [vp.DPDK] + mem + lcores + ["--file-prefix=" + prefix, "--no-pci", "--single-file-segments"]
+        args = (vp.LINE_BUFFERED + [vp.DPDK] + mem + lcores
+                + ["--file-prefix=" + prefix, "--no-pci", "--single-file-segments"])
         for v in vdevs:
             args += ["--vdev", v]
         return args + ["--"] + app + vp.POOL

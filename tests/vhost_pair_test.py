@@ -266,8 +266,8 @@ class OursWithDpdk(PairBase):
     def dpdk(self, lcores, vdev, app, prefix, huge):
         # --in-memory: no hugepage files or runtime directory are left behind.
         mem = ["-m", "512", "--in-memory"] if huge else ["--no-huge", "-m", "512"]
-        return LINE_BUFFERED + [DPDK] + mem + lcores + ["--file-prefix=" + prefix, "--no-pci", "--single-file-segments",
-                                        "--vdev", vdev, "--"] + app + POOL
+        return LINE_BUFFERED + [DPDK] + mem + lcores + ["--file-prefix=" + prefix, "--no-pci",
+                                                        "--single-file-segments", "--vdev", vdev, "--"] + app + POOL
 
     def our_virtio_user_with_dpdk_vhost(self, vhost_dev, virtio_dev):
         """DPDK's vhost side io, ours mac --tx-first; counts agree but for one ring in flight.
