@@ -18,7 +18,7 @@ if(DOXYGEN_EXECUTABLE)
 else()
   message(STATUS "docs: doxygen not found (scripts/install-deps installs it); no docs target")
 endif()
-if(WS_TESTS AND NOT WS_SCENARIOS STREQUAL "optimized")  # the same in every build
+if(WS_TESTS AND NOT WS_TEST_SET STREQUAL "optimized")  # the same in every build
   find_package(Python3 REQUIRED COMPONENTS Interpreter)
   add_test(NAME docs_doxygen
            COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/docs/doxygen_test.py --doxyfile ${PROJECT_BINARY_DIR}/Doxyfile

@@ -26,10 +26,11 @@ target_include_directories(ws_flags INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_BI
 # functions need not go through the PLT, and the programs in this tree link them statically.
 target_compile_options(ws_flags INTERFACE -fno-semantic-interposition)
 
-# ws_test(NAME SOURCES... LIBS ...): one GoogleTest binary registered with CTest.
+# ws_test(NAME SOURCES... LIBS ...): one GoogleTest binary registered with CTest (not in an
+# `optimized` build: CMakeLists.txt, WS_TEST_SET).
 function(ws_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
-  if(NOT WS_TESTS)
+  if(NOT WS_TESTS OR WS_TEST_SET STREQUAL "optimized")
     return()
   endif()
   add_executable(${name} ${T_SOURCES})
