@@ -52,6 +52,10 @@ WITH_DPDK = "--with-dpdk" in sys.argv  # read here: the tests are made at import
 KINDS = ("ours", "dpdk") if WITH_DPDK else ("ours",)
 HUGEPAGES = 96            # 2 MiB pages reserved in the guest: one testpmd at a time
 POOL = ["--total-num-mbufs=8192"]
+# Statistics blocks (seconds of forwarding) to wait before a run's traffic starts. DPDK's em port
+# drops what arrives in its first two seconds or so of forwarding (frames sent after its first
+# statistics were lost, after its third never); our ports take what arrives once they print.
+SETTLE_BLOCKS = {"ours": 1, "dpdk": 3}
 
 # The guest's NICs, by PCI slot (0000:00:SLOT.0 in the guest): 82574L (e1000e) and virtio-net
 # (modern) on UDP sockets of the test (dgram), in pairs on QEMU hubs, on taps in a namespace.
@@ -310,16 +314,16 @@ class PciGuest(unittest.TestCase):
             seconds + 4, plugins, allow, app)
 
     def run_testpmd(self, kind, slots, app, seconds=5, during=None):
-        """Runs testpmd on the NICs in `slots` for `seconds` of forwarding; `during` (a function)
-        runs on the host once forwarding has run for three seconds. Returns a Run."""
+        """Runs testpmd on the NICs in `slots` for `seconds` of forwarding; with `during` (a
+        function), which runs on the host once forwarding has settled (SETTLE_BLOCKS), for
+        `seconds` after that. Returns a Run."""
         g = PciGuest.guest
+        if during is not None:
+            seconds += SETTLE_BLOCKS[kind]
         started = g.start_command(self._command(kind, slots, app, seconds))
         if during is not None:
-            # DPDK's em port drops what arrives in its first two seconds or so of forwarding
-            # (frames sent after its first statistics were lost, after its third never): both
-            # get their traffic after the third statistics block.
             at = started[1]
-            for _ in range(3):
+            for _ in range(SETTLE_BLOCKS[kind]):
                 at = g.wait_for(r"Port statistics =", 60, at).end()
             during()
         rc, out = g.wait_command(started, timeout=seconds + 90)
@@ -356,7 +360,7 @@ class PciGuest(unittest.TestCase):
             got["y"] = hy.drain(1.5)
             got["x"] = hx.drain(0.2)
 
-        run = self.run_testpmd(kind, [x, y], ["--forward-mode=io", "--auto-start"] + list(app), seconds=8,
+        run = self.run_testpmd(kind, [x, y], ["--forward-mode=io", "--auto-start"] + list(app), seconds=5,
                                during=traffic)
         self.assertEqual(len(got["y"]), len(into_x), "frames out of {}".format(bdf(y)))
         self.assertEqual(len(got["x"]), len(into_y), "frames out of {}".format(bdf(x)))
@@ -389,7 +393,7 @@ class PciGuest(unittest.TestCase):
         # One frame a millisecond: QEMU stops reading its socket while the guest's ring is full,
         # and the host kernel's socket buffer (about 200 such frames) must cover a guest vCPU
         # descheduled on a loaded host.
-        run = self.run_testpmd(kind, [slot], ["--forward-mode=rxonly", "--auto-start"], seconds=7,
+        run = self.run_testpmd(kind, [slot], ["--forward-mode=rxonly", "--auto-start"], seconds=4,
                                during=lambda: host.send(frames, per_ms=1))
         self.assertEqual(run.port_totals()[0][0], len(frames), run.output[-2000:])
 
@@ -430,7 +434,7 @@ class PciGuest(unittest.TestCase):
             result["p"] = netns.sh("ping", "-c", "5", "-i", "0.2", "-W", "3", address, ns=PciGuest.tap_ns,
                                    check=False, timeout=30)
 
-        run = self.run_testpmd(kind, [slot], ["--forward-mode=icmpecho", "--auto-start"], seconds=7, during=ping)
+        run = self.run_testpmd(kind, [slot], ["--forward-mode=icmpecho", "--auto-start"], seconds=4, during=ping)
         self.assertIn(" 0% packet loss", result["p"].stdout, result["p"].stdout + run.output[-2000:])
 
     def scenario_e1000e_icmpecho(self, kind):
@@ -486,7 +490,7 @@ class PciGuest(unittest.TestCase):
             result["s"] = netns.sh("python3", "-c", sender, ns=PciGuest.tap_ns, check=False, timeout=60)
 
         run = self.run_testpmd(kind, [VIRTIO_MQ_TAP], ["--forward-mode=rxonly", "--auto-start", "--rxq=2", "--txq=2",
-                                                       "--nb-cores=1"], seconds=8, during=traffic)
+                                                       "--nb-cores=1"], seconds=5, during=traffic)
         self.assertEqual(result["s"].returncode, 0, result["s"].stderr)
         queues = {int(q): int(n) for q, n in re.findall(
             r"Forward Stats for RX Port=\s*0/Queue=\s*(\d+) .*?\n\s*RX-packets:\s+(\d+)", run.output)}
