@@ -124,36 +124,48 @@ class InstalledPackage(unittest.TestCase):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
         self.assertEqual(r.returncode, 0, f"{binary}:\n{r.stdout[-3000:]}{r.stderr[-5000:]}")
 
+    # Each build below is one compiler run: they run side by side, one per CPU.
+    @staticmethod
+    def side_by_side(fn, items):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            return list(pool.map(fn, items))
+
     def test_examples_with_cmake(self):
-        for example in ("l2fwd", "l3fwd"):
+        def build(example):
             build = os.path.join(self.tmp.name, f"cmake-{example}")
             run(["cmake", "-S", os.path.join(HERE, example), "-B", build, "-G", "Ninja",
                  f"-DCMAKE_PREFIX_PATH={self.prefix}", "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF",
                  f"-DCMAKE_CXX_COMPILER={ARGS.cxx}", f"-DCMAKE_CXX_FLAGS={ARGS.cxx_flags}",
                  f"-DCMAKE_BUILD_TYPE={ARGS.build_type or 'Release'}"])
+            run(["cmake", "--build", build])
+            return build
+
+        examples = ("l2fwd", "l3fwd")
+        for example, build in zip(examples, self.side_by_side(build, examples)):
             with open(os.path.join(build, "CMakeCache.txt")) as f:
                 found = re.search(r"^wirespeed_DIR:PATH=(.*)$", f.read(), re.M).group(1)
             self.assertEqual(os.path.realpath(found), os.path.realpath(os.path.join(self.libdir, "cmake", "wirespeed")))
-            run(["cmake", "--build", build])
             binary = os.path.join(build, example)
             self.assertIn(f"[{self.libdir}]", dynamic_section(binary))  # runs with the prefix's library
             self.check_runs(example, binary)
 
     def test_examples_with_pkg_config(self):
         shared = self.pkg_config("--cflags", "--libs")
-        env = dict(os.environ, LD_LIBRARY_PATH=self.libdir)
-        for example in ("l2fwd", "l3fwd"):
-            binary = os.path.join(self.tmp.name, f"pc-{example}")
-            run([ARGS.cxx, "-O2", *self.flags, os.path.join(HERE, example, "main.cpp"), "-o", binary, *shared])
-            self.assertIn("libwirespeed.so.", dynamic_section(binary))
-            self.check_runs(example, binary, env, RUN_CASES[example][:1])
+        static = self.pkg_config("--cflags", "--libs", "--static")
+        # (binary, example, link flags): both examples against the shared library, and l2fwd
         # --static: the archive is linked, the shared library not needed.
-        binary = os.path.join(self.tmp.name, "pc-static-l2fwd")
-        run([ARGS.cxx, "-O2", *self.flags, os.path.join(HERE, "l2fwd", "main.cpp"), "-o", binary,
-             *self.pkg_config("--cflags", "--libs", "--static")])
-        self.assertNotIn("libwirespeed", dynamic_section(binary))
-        self.check_runs("l2fwd", binary, None, RUN_CASES["l2fwd"][:1])
-
+        builds = [(os.path.join(self.tmp.name, f"pc-{e}"), e, shared) for e in ("l2fwd", "l3fwd")]
+        builds.append((os.path.join(self.tmp.name, "pc-static-l2fwd"), "l2fwd", static))
+        self.side_by_side(lambda b: run([ARGS.cxx, "-O2", *self.flags, os.path.join(HERE, b[1], "main.cpp"),
+                                         "-o", b[0], *b[2]]), builds)
+        env = dict(os.environ, LD_LIBRARY_PATH=self.libdir)
+        for binary, example, flags in builds:
+            if flags is shared:
+                self.assertIn("libwirespeed.so.", dynamic_section(binary))
+                self.check_runs(example, binary, env, RUN_CASES[example][:1])
+            else:
+                self.assertNotIn("libwirespeed", dynamic_section(binary))
+                self.check_runs(example, binary, None, RUN_CASES[example][:1])
 
 def main():
     global ARGS
