@@ -152,20 +152,20 @@ class InstalledPackage(unittest.TestCase):
     def test_examples_with_pkg_config(self):
         shared = self.pkg_config("--cflags", "--libs")
         static = self.pkg_config("--cflags", "--libs", "--static")
-        # (binary, example, link flags): both examples against the shared library, and l2fwd
+        # (binary, example, is_static): both examples against the shared library, and l2fwd
         # --static: the archive is linked, the shared library not needed.
-        builds = [(os.path.join(self.tmp.name, f"pc-{e}"), e, shared) for e in ("l2fwd", "l3fwd")]
-        builds.append((os.path.join(self.tmp.name, "pc-static-l2fwd"), "l2fwd", static))
+        builds = [(os.path.join(self.tmp.name, f"pc-{e}"), e, False) for e in ("l2fwd", "l3fwd")]
+        builds.append((os.path.join(self.tmp.name, "pc-static-l2fwd"), "l2fwd", True))
         self.side_by_side(lambda b: run([ARGS.cxx, "-O2", *self.flags, os.path.join(HERE, b[1], "main.cpp"),
-                                         "-o", b[0], *b[2]]), builds)
-        env = dict(os.environ, LD_LIBRARY_PATH=self.libdir)
-        for binary, example, flags in builds:
-            if flags is shared:
-                self.assertIn("libwirespeed.so.", dynamic_section(binary))
-                self.check_runs(example, binary, env, RUN_CASES[example][:1])
+                                         "-o", b[0], *(static if b[2] else shared)]), builds)
+        shared_env = dict(os.environ, LD_LIBRARY_PATH=self.libdir)
+        for binary, example, is_static in builds:
+            linked = dynamic_section(binary)
+            if is_static:
+                self.assertNotIn("libwirespeed", linked)
             else:
-                self.assertNotIn("libwirespeed", dynamic_section(binary))
-                self.check_runs(example, binary, None, RUN_CASES[example][:1])
+                self.assertIn("libwirespeed.so.", linked)
+            self.check_runs(example, binary, None if is_static else shared_env, RUN_CASES[example][:1])
 
 def main():
     global ARGS
