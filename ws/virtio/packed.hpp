@@ -546,9 +546,9 @@ class PackedDriver {
   }
   // How far ahead an out-of-order reclaim prefetches: 4 lines. A device publishes its used
   // descriptors a few lines at a time while it fills the rest (our net_vhost every 16, DPDK's
-  // every 4), and a prefetch of a line it is still writing takes the line from it. With the
-  // whole burst (8 lines) our driver side cost 9-31 cycles per packet more in the host's slow
-  // mode (bench/README.md). In order, the same cap measured mixed and is not applied.
+  // every 4), and a prefetch of a line it is still writing takes the line from it: with the
+  // whole burst (8 lines) our driver side cost more in the host's slow mode (bench/README.md).
+  // In order, the same cap measured mixed and is not applied.
   static constexpr std::uint32_t prefetch_ahead = 16;
   // The used descriptors of a burst are read one after the other, each load behind the branch
   // on the one before, so their lines would arrive one or two at a time. Start loading the
