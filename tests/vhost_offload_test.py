@@ -162,19 +162,37 @@ class OffloadBase(vp.PairBase):
                           stdin=subprocess.PIPE)
 
     @staticmethod
-    def say(p, *lines, pause=0.5):
+    def say(p, *lines, pause=0.0):
         for line in lines:
             p.stdin.write(line + "\n")
             p.stdin.flush()
             time.sleep(pause)
 
+    def send_all(self, p, timeout=30.0):
+        """Starts interactive sender p (either program) and stops it once port 0 has sent all
+        COUNT packets (asked with `show port stats 0`, whose layout both share), then quits."""
+        self.say(p, "start")
+        end = time.time() + timeout
+        asked, sent = 0, 0
+        while sent < COUNT and time.time() < end:
+            time.sleep(0.2)
+            self.say(p, "show port stats 0")
+            asked += 1
+            self.read_until(p, "TX-packets:", count=asked, timeout=5.0)
+            counts = re.findall(r"TX-packets:\s+(\d+)", self.early.get(p.pid, ""))
+            sent = int(counts[-1]) if counts else 0
+        # The receiver polls: what the sender's ring holds is taken within microseconds, but it
+        # must be taken before the sender's memory goes away with it.
+        time.sleep(0.3)
+        self.say(p, "stop", "quit")
+
     def run_dpdk_sender(self, p):
         # dpdk-testpmd's csum engine requests from the TX port what its offloads say; they
-        # change only on a stopped port, which renegotiates CSUM with the peer on restart.
-        self.say(p, "port stop 0", "csum set tcp hw 0", "csum set udp hw 0", "port start 0", "set fwd csum",
-                 pause=1.0)
-        self.say(p, "start", pause=3.0)
-        self.say(p, "stop", "quit")
+        # change only on a stopped port, which renegotiates CSUM with the peer on restart (let
+        # the peer see the new rings before traffic starts).
+        self.say(p, "port stop 0", "csum set tcp hw 0", "csum set udp hw 0", "port start 0", "set fwd csum")
+        time.sleep(1.0)
+        self.send_all(p)
 
     # ---- the verdict ----
     def check_delivered(self, context):
@@ -210,8 +228,7 @@ class OursWithOurs(OffloadBase):
         rx = self.our_receiver(vp.VHOST_LCORES, vhost_dev, "vhost", 6, app=receiver_app)
         self.assertTrue(vp.wait_for_socket(self.sock, rx))
         tx = self.our_sender(vp.VIRTIO_LCORES, virtio_dev, "virtio")
-        self.say(tx, "start", pause=2.0)
-        self.say(tx, "stop", "quit")
+        self.send_all(tx)
         tout, rout = self.finish(tx), self.stop_receiver(rx)
         self.check_ours("virtio", tout, tx=COUNT)
         self.check_ours("vhost", rout, rx=COUNT)
@@ -245,8 +262,7 @@ class OursWithOurs(OffloadBase):
                 rx = self.our_receiver(vp.VIRTIO_LCORES, "virtio_user0,path={},csum=1,packed_vq={}".format(
                     self.sock, packed), "virtio", 4)
                 time.sleep(1.0)
-                self.say(tx, "start", pause=2.0)
-                self.say(tx, "stop", "quit")
+                self.send_all(tx)
                 tout, rout = self.finish(tx), self.stop_receiver(rx)
                 self.check_ours("vhost", tout, tx=COUNT)
                 self.check_ours("virtio", rout, rx=COUNT)
@@ -263,8 +279,7 @@ class OursWithDpdk(OffloadBase):
                                 "wsofh{}".format(os.getpid()), False)
         self.assertTrue(vp.wait_for_socket(self.sock, rx), "dpdk-testpmd did not create its socket")
         tx = self.our_sender(vp.VIRTIO_LCORES, "virtio_user0,path={},csum=1".format(self.sock), "virtio")
-        self.say(tx, "start", pause=2.0)
-        self.say(tx, "stop", "quit")
+        self.send_all(tx)
         tout = self.finish(tx)
         self.say(rx, "")
         rout = self.finish(rx)
@@ -315,8 +330,7 @@ class OursWithDpdk(OffloadBase):
             rx = self.dpdk_receiver(vp.VIRTIO_LCORES, "virtio_user0,path={}".format(self.sock),
                                     "wsofu{}".format(os.getpid()), True)
             self.dpdk_forwards(rx, 0)  # connected and polling
-            self.say(tx, "start", pause=2.0)
-            self.say(tx, "stop", "quit")
+            self.send_all(tx)
             tout = self.finish(tx)
             self.say(rx, "")
             rout = self.finish(rx)
