@@ -284,7 +284,7 @@ inline void write_net_hdr(std::byte* dst, virtio::NetHdr& hdr, std::uint16_t num
 }
 
 // Chains a burst takes from the ring before copying the first of them (see dequeue).
-inline constexpr std::uint16_t lookahead = 4;
+inline constexpr std::uint16_t lookahead = 16;
 // Cache lines of descriptors the packed fast paths take before copying the first packet: a
 // 32-packet burst. The frontend wrote the buffers on its core, so each is a transfer from there;
 // asked for together, the transfers overlap instead of one line's waiting behind the last.
@@ -407,6 +407,9 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
         if (k == 0 && got == 0) cpu_pause();
         more = false;
         break;
+      }
+      if constexpr (!Packed) {
+        if (k == 0 && got == 0) dev.prefetch_heads(static_cast<std::uint16_t>(n - 1));
       }
       prefetch_first_buffer(s.chains[k++]);
       if constexpr (Packed) {
@@ -536,6 +539,9 @@ inline Step enqueue_one(RingSlot& s, TxQueueCounters& counters, Mbuf* m, std::ui
   const std::uint64_t need = std::uint64_t{m->pkt_len} + virtio::net_hdr_bytes;
   DefaultChain& first = s.chains[0];
   if (dev.pop(first) != Pop::chain) return Step::stop;
+  if constexpr (!Packed) {
+    if (used == 0) dev.prefetch_heads(32);
+  }
   prefetch_rx_buffer<Packed>(s, lookahead - 2);
   // The common case: one mbuf into one writable buffer that holds it.
   if (m->nb_segs == 1 && first.segments == first.readable + 1 && first.writable_bytes >= need) [[likely]] {
