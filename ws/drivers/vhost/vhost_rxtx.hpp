@@ -463,16 +463,18 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
   return got;
 }
 
-// Starts loading the frontend RX buffer `ahead` chains past the next one (its header
-// and first frame line): the frontend's core touched it last, and without this every packet's
-// copy waits for its own lines in turn. The header's line is loaded to be read (write_net_hdr
-// stores only what differs), the frame's for ownership.
+// Starts loading a frontend RX buffer (its header and first frame line): the frontend's core
+// touched it last, and without this every packet's copy waits for its own lines in turn. The
+// header's line is loaded to be read (write_net_hdr stores only what differs), the frame's for
+// ownership.
+inline void prefetch_rx_lines(const std::byte* p) noexcept {
+  __builtin_prefetch(p, 0);
+  __builtin_prefetch(p + 64, 1);
+}
+// The same for the buffer `ahead` chains past the next one, when it is already available.
 template <bool Packed>
 inline void prefetch_rx_buffer(RingSlot& s, std::uint16_t ahead) noexcept {
-  if (const std::byte* p = engine<Packed>(s).peek_buffer(ahead)) {
-    __builtin_prefetch(p, 0);
-    __builtin_prefetch(p + 64, 1);
-  }
+  if (const std::byte* p = engine<Packed>(s).peek_buffer(ahead)) prefetch_rx_lines(p);
 }
 
 // Copies `hdr` then `m` into the writable segments of chains[0..k).
@@ -607,10 +609,7 @@ inline std::uint16_t enqueue_batch(RingSlot& s, Mbuf* const* pkts, std::uint16_t
       if (need > need_max) need_max = need;
     }
     if (!fits || !s.packed.pop_batch<true>(b[lines], need_max, ~std::uint32_t{0})) break;
-    for (const auto& d : b[lines]) {
-      __builtin_prefetch(d.host, 0);
-      __builtin_prefetch(d.host + 64, 1);
-    }
+    for (const auto& d : b[lines]) prefetch_rx_lines(d.host);
   }
   for (std::uint16_t l = 0; l < lines; ++l)
     for (std::uint16_t k = 0; k < batch; ++k) {
