@@ -422,6 +422,12 @@ class Frontend:
         for r in range(rings):
             self.send(18, struct.pack("<II", r, 1))
 
+    def sync(self):
+        """Returns once the backend has handled every message sent before: it answers one
+        connection's messages in order, so a GET_FEATURES reply means the rest are done."""
+        self.send(1)
+        self.reply(1, 8)
+
     def close(self):
         self.s.close()
         self.mem.close()
