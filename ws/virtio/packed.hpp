@@ -405,8 +405,11 @@ class PackedDriver {
     health_ = health;
     event_idx_ = event_idx;
     ids_.assign(ring.size, IdSlot{});
-    for (std::uint32_t i = 0; i < ring.size; ++i) ids_[i].next_id = static_cast<std::uint16_t>(i + 1);
-    free_id_ = 0;
+    if constexpr (!InOrder) {
+      free_ids_.resize(ring.size);
+      for (std::uint32_t i = 0; i < ring.size; ++i) free_ids_[i] = static_cast<std::uint16_t>(i);
+    }
+    free_take_ = free_give_ = 0;
     free_ = ring.size;
     outstanding_ = 0;
     avail_ = used_ = kicked_ = 0;
@@ -423,8 +426,8 @@ class PackedDriver {
     // In order: the id is the head's position, so the device's batch answers map to positions.
     std::uint16_t id = avail_;
     if constexpr (!InOrder) {
-      id = free_id_;
-      free_id_ = ids_[id].next_id;
+      id = free_ids_[free_take_];
+      if (++free_take_ == ring_.size) free_take_ = 0;
     }
     const std::uint16_t head = avail_;
     const auto head_flags = static_cast<std::uint16_t>(
@@ -484,46 +487,59 @@ class PackedDriver {
   // Takes up to `max` completed chains. Ids we did not post break the queue.
   std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {
     if (health_->broken()) [[unlikely]] return 0;
+    // The walk runs on a copy of the ring state, written back at the end. On the members
+    // themselves, each acquire load below makes the compiler store and reload them, and every
+    // descriptor's position would wait on the store of the one before.
+    Walk w{ring_.desc, ids_.data(), ring_.size, used_, used_wrap_, outstanding_,
+           free_ids_.data(), free_give_, batch_id_, batch_len_};
     // Only once the device has returned the next chain: on an RX ring every descriptor is
     // outstanding, and prefetching lines the device is still writing takes them from it.
     // Out of order, no further than prefetch_ahead descriptors: see there.
-    if (outstanding_ > 0 && packed_used(__atomic_load_n(&ring_.desc[used_].flags, __ATOMIC_RELAXED), used_wrap_)) {
-      std::uint32_t ahead = max < outstanding_ ? max : outstanding_;
+    if (w.outstanding > 0 && packed_used(__atomic_load_n(&w.desc[w.used].flags, __ATOMIC_RELAXED), w.wrap)) {
+      std::uint32_t ahead = max < w.outstanding ? max : w.outstanding;
       if (!InOrder && ahead > prefetch_ahead) ahead = prefetch_ahead;
       prefetch_used_lines(ahead);
     }
     std::uint16_t done = 0;
-    while (done < max && outstanding_ > 0) {
-      if (batch_id_ < 0) {
-        const PackedDesc* p = &ring_.desc[used_];
+    while (done < max && w.outstanding > 0) {
+      if (w.batch_id < 0) {
+        const PackedDesc* p = &w.desc[w.used];
         // acquire: pairs with the device's release store of the used flags.
         const std::uint16_t flags = __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
-        if (!packed_used(flags, used_wrap_)) break;
+        if (!packed_used(flags, w.wrap)) break;
         const std::uint16_t id = detail::load_once(&p->id);
         const std::uint32_t len = detail::load_once(&p->len);
-        if (id >= ring_.size || ids_[id].chain_len == 0) [[unlikely]] {
+        if (id >= w.size || w.ids[id].chain_len == 0) [[unlikely]] {
           health_->report(QueueError::used_bad_id);
           break;
         }
         if constexpr (!InOrder) {
-          done = take(id, len, cookies, lens, done);
+          take(w, id, len, cookies, lens, done++);
           continue;
         }
-        batch_id_ = id;  // in order: every chain from the used position through `id` is done
-        batch_len_ = len;
+        w.batch_id = id;  // in order: every chain from the used position through `id` is done
+        w.batch_len = len;
       }
-      // Outstanding chains sit contiguously from used_ (ids are positions), so `batch_id_` is
-      // reached; a batch cut by `max` resumes here on the next call without rereading the ring.
-      const std::uint16_t cur = used_;
-      if (ids_[cur].chain_len == 0) [[unlikely]] {
+      // Outstanding chains sit contiguously from the used position (ids are positions), so the
+      // batch's id is reached; a batch cut by `max` resumes here on the next call without
+      // rereading the ring.
+      const std::uint16_t cur = w.used;
+      if (w.ids[cur].chain_len == 0) [[unlikely]] {
         health_->report(QueueError::used_bad_id);
-        batch_id_ = -1;
+        w.batch_id = -1;
         break;
       }
-      const bool last = cur == batch_id_;
-      done = take(cur, last ? batch_len_ : 0, cookies, lens, done);
-      if (last) batch_id_ = -1;
+      const bool last = cur == w.batch_id;
+      take(w, cur, last ? w.batch_len : 0, cookies, lens, done++);
+      if (last) w.batch_id = -1;
     }
+    free_ += w.freed;
+    used_ = w.used;
+    used_wrap_ = w.wrap;
+    outstanding_ = w.outstanding;
+    free_give_ = static_cast<std::uint16_t>(w.free_give);
+    batch_id_ = w.batch_id;
+    batch_len_ = w.batch_len;
     return done;
   }
 
@@ -561,37 +577,53 @@ class PackedDriver {
       __builtin_prefetch(&ring_.desc[i]);
     }
   }
-  std::uint16_t take(std::uint16_t id, std::uint32_t len, Cookie* cookies, std::uint32_t* lens,
-                     std::uint16_t done) noexcept {
-    IdSlot& slot = ids_[id];
-    const std::uint16_t n = slot.chain_len;
-    cookies[done] = slot.cookie;
-    if (lens != nullptr) lens[done] = len;
-    slot.chain_len = 0;
-    free_ += n;
-    --outstanding_;
-    if constexpr (!InOrder) {
-      slot.next_id = free_id_;
-      free_id_ = id;
-    }
-    used_ = static_cast<std::uint16_t>(used_ + n);
-    if (used_ >= ring_.size) {
-      used_ = static_cast<std::uint16_t>(used_ - ring_.size);
-      used_wrap_ = !used_wrap_;
-    }
-    return static_cast<std::uint16_t>(done + 1);
-  }
-
-  PackedRing ring_{};
-  QueueHealth* health_ = nullptr;
   // What the driver keeps per buffer id, together: a completion touches one line, not three.
   struct IdSlot {
     Cookie cookie{};
     std::uint16_t chain_len = 0;  // 0 = not outstanding
-    std::uint16_t next_id = 0;    // free id list (out of order)
   };
+  // reclaim()'s copy of the ring state.
+  struct Walk {
+    PackedDesc* desc;
+    IdSlot* ids;
+    std::uint32_t size;
+    std::uint16_t used;
+    bool wrap;
+    std::uint32_t outstanding;
+    std::uint16_t* free_ids;
+    std::uint32_t free_give;
+    std::int32_t batch_id;
+    std::uint32_t batch_len;
+    std::uint32_t freed = 0;
+  };
+  static void take(Walk& w, std::uint16_t id, std::uint32_t len, Cookie* cookies, std::uint32_t* lens,
+                   std::uint16_t done) noexcept {
+    IdSlot& slot = w.ids[id];
+    const std::uint16_t n = slot.chain_len;
+    cookies[done] = slot.cookie;
+    if (lens != nullptr) lens[done] = len;
+    slot.chain_len = 0;
+    w.freed += n;
+    --w.outstanding;
+    if constexpr (!InOrder) {
+      w.free_ids[w.free_give] = id;
+      if (++w.free_give == w.size) w.free_give = 0;
+    }
+    w.used = static_cast<std::uint16_t>(w.used + n);
+    if (w.used >= w.size) {
+      w.used = static_cast<std::uint16_t>(w.used - w.size);
+      w.wrap = !w.wrap;
+    }
+  }
+
+  PackedRing ring_{};
+  QueueHealth* health_ = nullptr;
   std::vector<IdSlot> ids_;
-  std::uint16_t free_id_ = 0;
+  // Out of order: the free ids, oldest first, in a ring of their own (an id comes back only
+  // while outstanding, so at most once). Taking one is a load at a known index, not a walk
+  // that waits on the id before it.
+  std::vector<std::uint16_t> free_ids_;
+  std::uint16_t free_take_ = 0, free_give_ = 0;
   std::uint32_t free_ = 0;
   std::uint32_t outstanding_ = 0;
   std::int32_t batch_id_ = -1;  // in-order batch being retired (-1: none)
