@@ -12,13 +12,16 @@
 
 namespace ws::virtio {
 
-// What queue code may call on a driver engine (hot path: everything but init and drain).
+// What queue code may call on a driver engine (hot path: everything but init and drain). A
+// burst posts through begin_posts(), Posts::add() and end_posts(); post() is one of those.
 template <class E, class Cookie>
 concept DriverRingEngine = requires(E& e, const RingArea& area, QueueHealth* health, const Buffer* bufs, Cookie cookie,
                                     Cookie* cookies, std::uint32_t* lens, std::uint16_t n) {
   e.init(area, health, true);
   { e.free_descs() } noexcept -> std::convertible_to<std::uint32_t>;
   { e.post(bufs, n, cookie) } noexcept -> std::same_as<bool>;
+  { e.begin_posts().add(bufs, n, cookie) } noexcept -> std::same_as<bool>;
+  e.end_posts(e.begin_posts());
   { e.publish() } noexcept -> std::same_as<bool>;  // whether the device wants a notification
   e.suppress_interrupts(true);
   { e.reclaim(cookies, lens, n) } noexcept -> std::same_as<std::uint16_t>;

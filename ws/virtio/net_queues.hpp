@@ -115,6 +115,7 @@ struct VirtioRx final : RxCommon {
     Mbuf* fresh[64];
     std::uint16_t posted = 0;
     engine.prefetch_post(want);
+    auto posts = engine.begin_posts();
     while (want > 0) {
       const std::uint32_t k = want < 64 ? want : 64;
       if (!pool->alloc_bulk(std::span<Mbuf*>(fresh, k))) {
@@ -124,11 +125,12 @@ struct VirtioRx final : RxCommon {
       for (std::uint32_t i = 0; i < k; ++i) {
         Mbuf* m = fresh[i];
         const Buffer b{T::buffer_addr(m) + hdr_offset(m), static_cast<std::uint32_t>(m->buf_len - hdr_offset(m)), true};
-        engine.post(&b, 1, m);
+        posts.add(&b, 1, m);
       }
       posted = static_cast<std::uint16_t>(posted + k);
       want -= k;
     }
+    engine.end_posts(posts);
     if (posted > 0 && engine.publish()) T::notify(*this);
     return posted;
   }
@@ -263,6 +265,16 @@ struct VirtioTx final : TxCommon {
     Buffer b[max_segs + 1];
     std::uint16_t sent = 0, posted = 0;  // taken (posted or dropped), and posted
     std::uint64_t bytes = 0;
+    auto posts = engine.begin_posts();
+    // Posts a packet's chain. Packets of several descriptors can need more than the shortfall
+    // counted: then take back every completed chain and try once more.
+    auto post = [&](const Buffer* bufs, std::uint16_t cnt, Mbuf* m) [[gnu::always_inline]] {
+      if (posts.add(bufs, cnt, m)) [[likely]] return true;
+      engine.end_posts(posts);
+      const bool room = free_completed(engine) > 0;
+      posts = engine.begin_posts();
+      return room && posts.add(bufs, cnt, m);
+    };
     for (; sent < n; ++sent) {
       Mbuf* m = pkts[sent];
       if (m->nb_segs > max_segs) [[unlikely]] {
@@ -270,7 +282,6 @@ struct VirtioTx final : TxCommon {
         mbuf_free(m);
         continue;
       }
-      std::uint16_t cnt = 0;
       // Push the header into the headroom when nobody else sees this buffer (DPDK's can_push).
       const bool push = m->refcnt.load(std::memory_order_relaxed) == 1 && !m->is_indirect() && m->nb_segs == 1 &&
                         m->data_off >= net_hdr_bytes;
@@ -286,18 +297,19 @@ struct VirtioTx final : TxCommon {
       if (push) {
         std::uint8_t* h = m->data() - net_hdr_bytes;
         if constexpr (!Offload) store_plain_net_hdr(reinterpret_cast<std::byte*>(h), 0);
-        b[cnt++] = {T::buffer_addr(m) + m->data_off - net_hdr_bytes,
-                    static_cast<std::uint32_t>(m->data_len + net_hdr_bytes), false};
+        const Buffer one{T::buffer_addr(m) + m->data_off - net_hdr_bytes,
+                         static_cast<std::uint32_t>(m->data_len + net_hdr_bytes), false};
+        if (!post(&one, 1, m)) break;
       } else {
+        std::uint16_t cnt = 0;
         b[cnt++] = {zero_hdr, net_hdr_bytes, false};
         for (Mbuf* s = m; s != nullptr; s = s->next) b[cnt++] = {T::buffer_addr(s) + s->data_off, s->data_len, false};
+        if (!post(b, cnt, m)) break;
       }
-      // Packets of several descriptors can need more than the shortfall counted: then take
-      // back every completed chain and try once more.
-      if (!engine.post(b, cnt, m) && (free_completed(engine) == 0 || !engine.post(b, cnt, m))) break;
       ++posted;
       bytes += m->pkt_len;
     }
+    engine.end_posts(posts);
     if (posted > 0 && engine.publish()) T::notify(*this);
     if (sent < n) counters.full.add(n - sent);
     counters.packets.add(posted);  // the dropped ones are in errors: taken, not sent

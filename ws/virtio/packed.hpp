@@ -422,36 +422,88 @@ class PackedDriver {
   // Writes a chain of n buffers; the first descriptor's flags are stored last (release), so the
   // device sees the chain whole (§2.8.6). False when fewer than n descriptors are free.
   bool post(const Buffer* bufs, std::uint16_t n, Cookie cookie) noexcept {
-    if (n == 0 || n > free_) return false;
-    // In order: the id is the head's position, so the device's batch answers map to positions.
-    std::uint16_t id = avail_;
-    if constexpr (!InOrder) {
-      id = free_ids_[free_take_];
-      if (++free_take_ == ring_.size) free_take_ = 0;
-    }
-    const std::uint16_t head = avail_;
-    const auto head_flags = static_cast<std::uint16_t>(
-        (bufs[0].device_writes ? desc_flag::write : 0) | (n > 1 ? desc_flag::next : 0) | avail_bits());
-    for (std::uint16_t k = 0; k < n; ++k) {
-      PackedDesc& d = ring_.desc[avail_];
-      d.addr = bufs[k].addr;
-      d.len = bufs[k].len;
-      d.id = id;
-      if (k > 0)
-        d.flags = static_cast<std::uint16_t>((bufs[k].device_writes ? desc_flag::write : 0) |
-                                             (k + 1 < n ? desc_flag::next : 0) | avail_bits());
-      if (++avail_ == ring_.size) {
-        avail_ = 0;
-        avail_wrap_ = !avail_wrap_;
+    Posts p = begin_posts();
+    const bool ok = p.add(bufs, n, cookie);
+    end_posts(p);
+    return ok;
+  }
+
+ private:
+  // What the driver keeps per buffer id, together: a completion touches one line, not three.
+  struct IdSlot {
+    Cookie cookie{};
+    std::uint16_t chain_len = 0;  // 0 = not outstanding
+  };
+
+ public:
+  // A burst's posts, on a copy of the ring state that end_posts() writes back: on the members,
+  // each descriptor's 16-bit id and flags stores could alias them, and the compiler reloaded the
+  // state after every one. Between begin_posts() and end_posts() nothing else may use the
+  // driver. Posts and reclaim's walk are forced inline: out of line, their state lives in
+  // memory again (bench/README.md has the instruction counts).
+  class Posts {
+   public:
+    // As post(). With n a constant 1 (a packet in one buffer) the chain loop drops out.
+    [[gnu::always_inline]] bool add(const Buffer* bufs, std::uint16_t n, Cookie cookie) noexcept {
+      if (n == 0 || n > free_) return false;
+      // In order: the id is the head's position, so the device's batch answers map to positions.
+      std::uint32_t id = avail_;
+      if constexpr (!InOrder) {
+        id = free_ids_[free_take_];
+        if (++free_take_ == size_) free_take_ = 0;
       }
+      PackedDesc* head = &desc_[avail_];
+      const std::uint16_t head_flags = put(bufs[0], id, n > 1);
+      for (std::uint16_t k = 1; k < n; ++k) {
+        PackedDesc* d = &desc_[avail_];
+        d->flags = put(bufs[k], id, k + 1 < n);
+      }
+      // release: the chain's other descriptors before the head's flags. Pairs with the device's acquire.
+      __atomic_store_n(&head->flags, head_flags, __ATOMIC_RELEASE);
+      free_ -= n;
+      ids_[id].chain_len = n;
+      ids_[id].cookie = cookie;
+      ++added_;
+      return true;
     }
-    // release: the chain's other descriptors before the head's flags. Pairs with the device's acquire.
-    __atomic_store_n(&ring_.desc[head].flags, head_flags, __ATOMIC_RELEASE);
-    free_ -= n;
-    ids_[id].chain_len = n;
-    ids_[id].cookie = cookie;
-    ++outstanding_;
-    return true;
+
+   private:
+    friend class PackedDriver;
+    explicit Posts(PackedDriver& d) noexcept
+        : desc_(d.ring_.desc), ids_(d.ids_.data()), free_ids_(d.free_ids_.data()), size_(d.ring_.size),
+          free_(d.free_), avail_(d.avail_), free_take_(d.free_take_), wrap_(d.avail_wrap_) {}
+    // Writes b at the next position and moves past it; returns the flags that make it available.
+    [[gnu::always_inline]] std::uint16_t put(const Buffer& b, std::uint32_t id, bool next) noexcept {
+      PackedDesc& d = desc_[avail_];
+      const auto flags = static_cast<std::uint16_t>((b.device_writes ? desc_flag::write : 0) |
+                                                    (next ? desc_flag::next : 0) |
+                                                    (wrap_ ? desc_flag::avail : desc_flag::used));
+      d.addr = b.addr;
+      d.len = b.len;
+      d.id = static_cast<std::uint16_t>(id);
+      if (++avail_ == size_) {
+        avail_ = 0;
+        wrap_ = !wrap_;
+      }
+      return flags;
+    }
+    PackedDesc* desc_;
+    IdSlot* ids_;
+    std::uint16_t* free_ids_;
+    std::uint32_t size_;
+    std::uint32_t free_;
+    std::uint32_t avail_;  // 32-bit copies: no 16-bit arithmetic in the loop
+    std::uint32_t free_take_;
+    bool wrap_;
+    std::uint32_t added_ = 0;
+  };
+  Posts begin_posts() noexcept { return Posts(*this); }
+  void end_posts(const Posts& p) noexcept {
+    avail_ = static_cast<std::uint16_t>(p.avail_);
+    avail_wrap_ = p.wrap_;
+    free_take_ = static_cast<std::uint16_t>(p.free_take_);
+    free_ = p.free_;
+    outstanding_ += p.added_;
   }
 
   // Asks for the descriptor lines the next n posts write, all at once and for writing. The
@@ -557,9 +609,6 @@ class PackedDriver {
   }
 
  private:
-  std::uint16_t avail_bits() const noexcept {
-    return static_cast<std::uint16_t>(avail_wrap_ ? desc_flag::avail : desc_flag::used);
-  }
   // How far ahead an out-of-order reclaim prefetches: 4 lines. A device publishes its used
   // descriptors a few lines at a time while it fills the rest (our net_vhost every 16, DPDK's
   // every 4), and a prefetch of a line it is still writing takes the line from it: with the
@@ -577,11 +626,6 @@ class PackedDriver {
       __builtin_prefetch(&ring_.desc[i]);
     }
   }
-  // What the driver keeps per buffer id, together: a completion touches one line, not three.
-  struct IdSlot {
-    Cookie cookie{};
-    std::uint16_t chain_len = 0;  // 0 = not outstanding
-  };
   // reclaim()'s copy of the ring state.
   struct Walk {
     PackedDesc* desc;
@@ -596,8 +640,8 @@ class PackedDriver {
     std::uint32_t batch_len;
     std::uint32_t freed = 0;
   };
-  static void take(Walk& w, std::uint16_t id, std::uint32_t len, Cookie* cookies, std::uint32_t* lens,
-                   std::uint16_t done) noexcept {
+  [[gnu::always_inline]] static void take(Walk& w, std::uint16_t id, std::uint32_t len, Cookie* cookies,
+                                          std::uint32_t* lens, std::uint16_t done) noexcept {
     IdSlot& slot = w.ids[id];
     const std::uint16_t n = slot.chain_len;
     cookies[done] = slot.cookie;

@@ -159,6 +159,38 @@ TEST(Packed, OutOfOrderCompletionsReturnTheRightCookies) {
   EXPECT_EQ(cookies[2], 11u);
 }
 
+// A burst posts through begin_posts()/add()/end_posts(), on a copy of the driver's state: the
+// ring it writes, what the driver reclaims and what stays free must be what post() one chain at a
+// time gives, across the ring's end, with chains of two descriptors and ids freed out of order.
+TEST(Packed, ABurstPostedOnACopyOfTheStateWritesWhatPostsOneByOneWrite) {
+  PackedPair one(7), burst(7);  // 7 slots: chains straddle the end, wrap counters flip mid-burst
+  const Buffer b[4] = {{one.buf(0), 12, false}, {one.buf(64), 64, false}, {one.buf(128), 64, false},
+                       {one.buf(192), 64, false}};
+  std::uint32_t cookie = 0;
+  for (std::uint32_t lap = 0; lap < 6; ++lap) {
+    const std::uint16_t chains[3] = {1, 2, 1};
+    for (std::uint16_t n : chains) ASSERT_TRUE(one.drv.post(b, n, cookie++));
+    auto posts = burst.drv.begin_posts();
+    cookie -= 3;
+    for (std::uint16_t n : chains) ASSERT_TRUE(posts.add(b, n, cookie++));
+    EXPECT_FALSE(posts.add(b, 4, 99)) << "3 descriptors free: a chain of 4 does not fit";
+    burst.drv.end_posts(posts);
+    ASSERT_EQ(burst.drv.free_descs(), one.drv.free_descs());
+    ASSERT_EQ(std::memcmp(one.ring.desc, burst.ring.desc, packed_desc_bytes(7)), 0) << lap;
+    // The device completes the three chains last first, on both rings alike.
+    for (PackedPair* p : {&one, &burst}) {
+      PackedDevice<>::ChainT c[3];
+      for (auto& x : c) ASSERT_EQ(p->dev.pop(x), Pop::chain);
+      for (int k = 2; k >= 0; --k) p->dev.push_used(c[k].id, 10 + k, c[k].ring_descs);
+    }
+    std::uint32_t got_one[4], got_burst[4], lens[4];
+    ASSERT_EQ(one.drv.reclaim(got_one, lens, 4), 3);
+    ASSERT_EQ(burst.drv.reclaim(got_burst, lens, 4), 3);
+    EXPECT_EQ(std::memcmp(got_one, got_burst, sizeof got_one - sizeof got_one[3]), 0) << lap;
+  }
+  EXPECT_FALSE(burst.drv_health.broken());
+}
+
 TEST(Packed, StagedUsedIsInvisibleUntilFlushedOrFourCacheLinesAreFull) {
   PackedPair p(64);
   const Buffer b{p.buf(0), 64, true};

@@ -298,30 +298,61 @@ class SplitDriver {
   // Fills a chain of `n` (>= 1) buffers and puts its head in the avail ring (visible after
   // publish). False when fewer than n descriptors are free.
   bool post(const Buffer* bufs, std::uint16_t n, Cookie cookie) noexcept {
-    if (n == 0 || n > free_) return false;
-    const std::uint16_t head = InOrder ? next_desc_ : free_head_;
-    std::uint16_t i = head;
-    for (std::uint16_t k = 0; k < n; ++k) {
-      SplitDesc& d = ring_.desc[i];
-      d.addr = bufs[k].addr;
-      d.len = bufs[k].len;
-      d.flags = static_cast<std::uint16_t>((bufs[k].device_writes ? desc_flag::write : 0) |
-                                           (k + 1 < n ? desc_flag::next : 0));
-      d.next = next_[i];  // in order, the free list is the table's order: i + 1
-      if (k + 1 < n) i = next_[i];
+    Posts p = begin_posts();
+    const bool ok = p.add(bufs, n, cookie);
+    end_posts(p);
+    return ok;
+  }
+
+  // A burst's posts on a copy of the ring state, as PackedDriver::Posts.
+  class Posts {
+   public:
+    // As post().
+    [[gnu::always_inline]] bool add(const Buffer* bufs, std::uint16_t n, Cookie cookie) noexcept {
+      if (n == 0 || n > free_) return false;
+      const std::uint32_t head = next_;
+      std::uint32_t i = head;
+      for (std::uint16_t k = 0; k < n; ++k) {
+        SplitDesc& d = desc_[i];
+        d.addr = bufs[k].addr;
+        d.len = bufs[k].len;
+        d.flags = static_cast<std::uint16_t>((bufs[k].device_writes ? desc_flag::write : 0) |
+                                             (k + 1 < n ? desc_flag::next : 0));
+        d.next = links_[i];  // in order, the free list is the table's order: i + 1
+        if (k + 1 < n) i = links_[i];
+      }
+      next_ = links_[i];
+      free_ -= n;
+      chain_len_[head] = n;
+      cookies_[head] = cookie;
+      std::uint16_t& slot = avail_ring_[avail_ & mask_];
+      // unchanged after a lap while completions come in order
+      if (detail::load_once(&slot) != head) slot = static_cast<std::uint16_t>(head);
+      ++avail_;
+      return true;
     }
-    if constexpr (InOrder) {
-      next_desc_ = next_[i];
-    } else {
-      free_head_ = next_[i];
-    }
-    free_ -= n;
-    chain_len_[head] = n;
-    cookie_[head] = cookie;
-    std::uint16_t& slot = ring_.avail_ring()[avail_ & mask_];
-    if (detail::load_once(&slot) != head) slot = head;  // unchanged after a lap while completions come in order
-    ++avail_;
-    return true;
+
+   private:
+    friend class SplitDriver;
+    explicit Posts(SplitDriver& d) noexcept
+        : desc_(d.ring_.desc), avail_ring_(d.ring_.avail_ring()), links_(d.next_.data()),
+          chain_len_(d.chain_len_.data()), cookies_(d.cookie_.data()), free_(d.free_), mask_(d.mask_),
+          next_(InOrder ? d.next_desc_ : d.free_head_), avail_(d.avail_) {}
+    SplitDesc* desc_;
+    std::uint16_t* avail_ring_;
+    const std::uint16_t* links_;
+    std::uint16_t* chain_len_;
+    Cookie* cookies_;
+    std::uint32_t free_;
+    std::uint32_t mask_;  // 32-bit copies: no 16-bit arithmetic in the loop
+    std::uint32_t next_;  // the next chain's head: in order the table's next, else the free list's
+    std::uint32_t avail_;
+  };
+  Posts begin_posts() noexcept { return Posts(*this); }
+  void end_posts(const Posts& p) noexcept {
+    (InOrder ? next_desc_ : free_head_) = static_cast<std::uint16_t>(p.next_);
+    free_ = p.free_;
+    avail_ = static_cast<std::uint16_t>(p.avail_);
   }
 
   // Asks for the descriptor lines the next n one-descriptor posts write, all at once and for

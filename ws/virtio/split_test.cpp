@@ -267,6 +267,47 @@ TEST(Split, OutOfOrderDriverReusesAvailSlotsWhileCompletionsComeInOrder) {
   EXPECT_FALSE(p.dev_health.broken());
 }
 
+// As the packed test of the same name: a burst posted through begin_posts()/add()/end_posts()
+// writes the descriptor table and avail ring that post() one chain at a time writes, over laps of
+// the ring, with chains of two descriptors and completions out of order.
+TEST(Split, ABurstPostedOnACopyOfTheStateWritesWhatPostsOneByOneWrite) {
+  SplitPair one, burst;
+  constexpr std::uint32_t n = SplitPair::n;
+  const Buffer b[3] = {{one.buf(0), 12, false}, {one.buf(64), 64, false}, {one.buf(128), 64, false}};
+  std::uint32_t cookie = 0;
+  for (std::uint32_t round = 0; round < 40; ++round) {  // 40 bursts of 20 descriptors: three laps
+    const std::uint16_t chains[13] = {1, 2, 1, 1, 2, 2, 1, 1, 2, 1, 2, 1, 3};
+    std::uint32_t descs = 0;
+    for (std::uint16_t k : chains) {
+      ASSERT_TRUE(one.drv.post(b, k, cookie++));
+      descs += k;
+    }
+    auto posts = burst.drv.begin_posts();
+    cookie -= 13;
+    for (std::uint16_t k : chains) ASSERT_TRUE(posts.add(b, k, cookie++));
+    burst.drv.end_posts(posts);
+    one.drv.publish();
+    burst.drv.publish();
+    ASSERT_EQ(burst.drv.free_descs(), one.drv.free_descs());
+    ASSERT_EQ(burst.drv.avail_idx(), one.drv.avail_idx());
+    ASSERT_EQ(std::memcmp(one.ring.desc, burst.ring.desc, split_desc_bytes(n)), 0) << round;
+    ASSERT_EQ(std::memcmp(one.ring.avail, burst.ring.avail, split_avail_bytes(n)), 0) << round;
+    // Both devices complete the burst's chains last first.
+    std::uint32_t got_one[13], got_burst[13];
+    for (SplitPair* p : {&one, &burst}) {
+      DefaultChain c[13];
+      for (auto& x : c) ASSERT_EQ(p->dev.pop(x), Pop::chain);
+      for (int k = 12; k >= 0; --k) p->dev.push_used(c[k].id, 64);
+      p->dev.flush_used();
+    }
+    ASSERT_EQ(one.drv.reclaim(got_one, nullptr, 13), 13);
+    ASSERT_EQ(burst.drv.reclaim(got_burst, nullptr, 13), 13);
+    EXPECT_EQ(std::memcmp(got_one, got_burst, sizeof got_one), 0) << round;
+    EXPECT_EQ(descs, 20u);
+  }
+  EXPECT_FALSE(burst.drv_health.broken());
+}
+
 TEST(Split, FullRingRefusesPostsUntilReclaimed) {
   SplitPair p;
   const Buffer b{p.buf(0), 64, false};
