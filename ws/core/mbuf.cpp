@@ -28,22 +28,21 @@ void detach(Mbuf* mi) noexcept {
 
 }  // namespace
 
-Mbuf* mbuf_prefree_segment(Mbuf* m) noexcept {
-  // Sole owner: no atomic read-modify-write needed (DPDK's fast path too). acquire: when 1 was
-  // written by another holder's decrement (a clone detached on another lcore), it pairs with
-  // that acq_rel fetch_sub, so their reads of the buffer happen before we reuse it.
+namespace detail {
+
+// mbuf_prefree_segment() for a segment another holder may share, or an indirect one.
+bool mbuf_release_shared(Mbuf* m) noexcept {
+  // acquire: as in mbuf_prefree_segment().
   if (m->refcnt.load(std::memory_order_acquire) != 1) {
     // acq_rel: pairs with other holders' decrements so their buffer accesses happen first.
-    if (m->refcnt.fetch_sub(1, std::memory_order_acq_rel) != 1) return nullptr;
+    if (m->refcnt.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
     m->refcnt.store(1, std::memory_order_relaxed);
   }
   if (m->is_indirect()) detach(m);
-  if (m->next) {
-    m->next = nullptr;
-    m->nb_segs = 1;
-  }
-  return m;
+  return true;
 }
+
+}  // namespace detail
 
 void mbuf_free_bulk(std::span<Mbuf* const> pkts) noexcept {
   // One put per burst (up to dpdk-testpmd's MAX_PKT_BURST): the pool's cache then sees a burst

@@ -148,9 +148,28 @@ inline constexpr std::uint16_t mbuf_default_data_room = 2048 + mbuf_default_head
 /// The largest burst the library's bulk paths take at once.
 inline constexpr std::uint16_t mbuf_max_burst = 512;
 
+namespace detail {
+// The last reference dropped (an indirect mbuf detached): whether m goes back to its pool.
+bool mbuf_release_shared(Mbuf* m) noexcept;
+}
+
 /// Decide whether the last reference to segment `m` is being dropped; if so, detach it (for an
 /// indirect mbuf, which may in turn free the direct one) and return it ready for its pool.
-Mbuf* mbuf_prefree_segment(Mbuf* m) noexcept;
+/// Inline for a direct mbuf we alone hold, what a forwarding burst frees: out of line, the call
+/// cost a burst more than the check (~13 instructions per packet).
+inline Mbuf* mbuf_prefree_segment(Mbuf* m) noexcept {
+  // Sole owner: no atomic read-modify-write needed (DPDK's fast path too). acquire: when 1 was
+  // written by another holder's decrement (a clone detached on another lcore), it pairs with
+  // that acq_rel fetch_sub, so their reads of the buffer happen before we reuse it.
+  if (m->refcnt.load(std::memory_order_acquire) != 1 || m->is_indirect()) [[unlikely]] {
+    if (!detail::mbuf_release_shared(m)) return nullptr;
+  }
+  if (m->next) {
+    m->next = nullptr;
+    m->nb_segs = 1;
+  }
+  return m;
+}
 
 /// Free a whole packet (every segment, honouring reference counts). Lock-free.
 inline void mbuf_free(Mbuf* m) noexcept {
