@@ -3,6 +3,7 @@
 // of indices, event suppression areas. Device-side engine (hostile-input walker) and driver-side
 // engine, as in split.hpp.
 #pragma once
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -43,11 +44,14 @@ constexpr std::size_t packed_desc_bytes(std::uint32_t n) { return 16u * n; }
 Result<void> check_packed_ring(const PackedRing& ring);
 
 // §2.8.1: available when AVAIL equals the wrap counter and USED differs; used when both equal it.
+// One mask and one compare: the two bits tested one by one cost the hot loops 7 instructions.
+constexpr std::uint16_t packed_avail_bits(bool wrap) noexcept { return wrap ? desc_flag::avail : desc_flag::used; }
+constexpr std::uint16_t packed_used_bits(bool wrap) noexcept { return wrap ? desc_flag::avail | desc_flag::used : 0; }
 constexpr bool packed_avail(std::uint16_t flags, bool wrap) noexcept {
-  return ((flags & desc_flag::avail) != 0) == wrap && ((flags & desc_flag::used) != 0) != wrap;
+  return (flags & (desc_flag::avail | desc_flag::used)) == packed_avail_bits(wrap);
 }
 constexpr bool packed_used(std::uint16_t flags, bool wrap) noexcept {
-  return ((flags & desc_flag::avail) != 0) == wrap && ((flags & desc_flag::used) != 0) == wrap;
+  return (flags & (desc_flag::avail | desc_flag::used)) == packed_used_bits(wrap);
 }
 
 // Device side of one packed ring. One thread (the polling lcore) calls everything but init.
@@ -406,10 +410,12 @@ class PackedDriver {
     event_idx_ = event_idx;
     ids_.assign(ring.size, IdSlot{});
     if constexpr (!InOrder) {
-      free_ids_.resize(ring.size);
+      free_ids_.assign(std::bit_ceil(ring.size), 0);
+      free_mask_ = static_cast<std::uint32_t>(free_ids_.size() - 1);
       for (std::uint32_t i = 0; i < ring.size; ++i) free_ids_[i] = static_cast<std::uint16_t>(i);
     }
-    free_take_ = free_give_ = 0;
+    free_take_ = 0;
+    free_give_ = ring.size;  // past the ids just written: the FIFO holds them all
     free_ = ring.size;
     outstanding_ = 0;
     avail_ = used_ = kicked_ = 0;
@@ -449,8 +455,7 @@ class PackedDriver {
       // In order: the id is the head's position, so the device's batch answers map to positions.
       std::uint32_t id = avail_;
       if constexpr (!InOrder) {
-        id = free_ids_[free_take_];
-        if (++free_take_ == size_) free_take_ = 0;
+        id = free_ids_[free_take_++ & free_mask_];
       }
       PackedDesc* head = &desc_[avail_];
       const std::uint16_t head_flags = put(bufs[0], id, n > 1);
@@ -471,19 +476,19 @@ class PackedDriver {
     friend class PackedDriver;
     explicit Posts(PackedDriver& d) noexcept
         : desc_(d.ring_.desc), ids_(d.ids_.data()), free_ids_(d.free_ids_.data()), size_(d.ring_.size),
-          free_(d.free_), avail_(d.avail_), free_take_(d.free_take_), wrap_(d.avail_wrap_) {}
+          free_(d.free_), avail_(d.avail_), free_take_(d.free_take_), free_mask_(d.free_mask_),
+          avail_bits_(packed_avail_bits(d.avail_wrap_)) {}
     // Writes b at the next position and moves past it; returns the flags that make it available.
     [[gnu::always_inline]] std::uint16_t put(const Buffer& b, std::uint32_t id, bool next) noexcept {
       PackedDesc& d = desc_[avail_];
       const auto flags = static_cast<std::uint16_t>((b.device_writes ? desc_flag::write : 0) |
-                                                    (next ? desc_flag::next : 0) |
-                                                    (wrap_ ? desc_flag::avail : desc_flag::used));
+                                                    (next ? desc_flag::next : 0) | avail_bits_);
       d.addr = b.addr;
       d.len = b.len;
       d.id = static_cast<std::uint16_t>(id);
       if (++avail_ == size_) {
         avail_ = 0;
-        wrap_ = !wrap_;
+        avail_bits_ ^= desc_flag::avail | desc_flag::used;  // the wrap counter flips
       }
       return flags;
     }
@@ -493,15 +498,16 @@ class PackedDriver {
     std::uint32_t size_;
     std::uint32_t free_;
     std::uint32_t avail_;  // 32-bit copies: no 16-bit arithmetic in the loop
-    std::uint32_t free_take_;
-    bool wrap_;
+    std::uint32_t free_take_;  // free-running; & free_mask_ indexes free_ids_
+    std::uint32_t free_mask_;
+    std::uint16_t avail_bits_;  // AVAIL and USED as the current wrap counter makes them available
     std::uint32_t added_ = 0;
   };
   Posts begin_posts() noexcept { return Posts(*this); }
   void end_posts(const Posts& p) noexcept {
     avail_ = static_cast<std::uint16_t>(p.avail_);
-    avail_wrap_ = p.wrap_;
-    free_take_ = static_cast<std::uint16_t>(p.free_take_);
+    avail_wrap_ = p.avail_bits_ == packed_avail_bits(true);
+    free_take_ = p.free_take_;
     free_ = p.free_;
     outstanding_ += p.added_;
   }
@@ -542,56 +548,53 @@ class PackedDriver {
     // The walk runs on a copy of the ring state, written back at the end. On the members
     // themselves, each acquire load below makes the compiler store and reload them, and every
     // descriptor's position would wait on the store of the one before.
-    Walk w{ring_.desc, ids_.data(), ring_.size, used_, used_wrap_, outstanding_,
-           free_ids_.data(), free_give_, batch_id_, batch_len_};
+    Walk w{ring_.desc, ids_.data(), ring_.size, used_, packed_used_bits(used_wrap_),
+           free_ids_.data(), free_give_, free_mask_};
+    // Each chain taken was outstanding: no more than that many, whatever the device writes.
+    const std::uint16_t limit = max < outstanding_ ? max : static_cast<std::uint16_t>(outstanding_);
     // Only once the device has returned the next chain: on an RX ring every descriptor is
     // outstanding, and prefetching lines the device is still writing takes them from it.
     // Out of order, no further than prefetch_ahead descriptors: see there.
-    if (w.outstanding > 0 && packed_used(__atomic_load_n(&w.desc[w.used].flags, __ATOMIC_RELAXED), w.wrap)) {
-      std::uint32_t ahead = max < w.outstanding ? max : w.outstanding;
-      if (!InOrder && ahead > prefetch_ahead) ahead = prefetch_ahead;
-      prefetch_used_lines(ahead);
-    }
+    if (limit > 0 && is_used(w)) prefetch_used_lines(!InOrder && limit > prefetch_ahead ? prefetch_ahead : limit);
     std::uint16_t done = 0;
-    while (done < max && w.outstanding > 0) {
-      if (w.batch_id < 0) {
-        const PackedDesc* p = &w.desc[w.used];
-        // acquire: pairs with the device's release store of the used flags.
-        const std::uint16_t flags = __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
-        if (!packed_used(flags, w.wrap)) break;
-        const std::uint16_t id = detail::load_once(&p->id);
-        const std::uint32_t len = detail::load_once(&p->len);
-        if (id >= w.size || w.ids[id].chain_len == 0) [[unlikely]] {
+    if constexpr (!InOrder) {
+      // Every used descriptor names its chain's id.
+      std::uint16_t id;
+      std::uint32_t len;
+      while (done < limit && read_used(w, id, len, lens != nullptr)) take(w, id, len, cookies, lens, done++);
+    } else {
+      std::int32_t batch_id = batch_id_;
+      std::uint32_t batch_len = batch_len_;
+      while (done < limit) {
+        if (batch_id < 0) {
+          std::uint16_t id;
+          if (!read_used(w, id, batch_len, true)) break;
+          batch_id = id;  // every chain from the used position through `id` is done
+        }
+        // Outstanding chains sit contiguously from the used position (ids are positions), so the
+        // batch's id is reached; a batch cut by `max` resumes here on the next call without
+        // rereading the ring.
+        const auto cur = static_cast<std::uint16_t>(w.used);
+        if (w.ids[cur].chain_len == 0) [[unlikely]] {
           health_->report(QueueError::used_bad_id);
+          batch_id = -1;
           break;
         }
-        if constexpr (!InOrder) {
-          take(w, id, len, cookies, lens, done++);
-          continue;
-        }
-        w.batch_id = id;  // in order: every chain from the used position through `id` is done
-        w.batch_len = len;
+        const bool last = cur == batch_id;
+        take(w, cur, last ? batch_len : 0, cookies, lens, done++);
+        if (last) batch_id = -1;
       }
-      // Outstanding chains sit contiguously from the used position (ids are positions), so the
-      // batch's id is reached; a batch cut by `max` resumes here on the next call without
-      // rereading the ring.
-      const std::uint16_t cur = w.used;
-      if (w.ids[cur].chain_len == 0) [[unlikely]] {
-        health_->report(QueueError::used_bad_id);
-        w.batch_id = -1;
-        break;
-      }
-      const bool last = cur == w.batch_id;
-      take(w, cur, last ? w.batch_len : 0, cookies, lens, done++);
-      if (last) w.batch_id = -1;
+      batch_id_ = batch_id;
+      batch_len_ = batch_len;
     }
-    free_ += w.freed;
-    used_ = w.used;
-    used_wrap_ = w.wrap;
-    outstanding_ = w.outstanding;
-    free_give_ = static_cast<std::uint16_t>(w.free_give);
-    batch_id_ = w.batch_id;
-    batch_len_ = w.batch_len;
+    // The chains taken free what the used position passed: counted here, not per chain. It
+    // passes at most the ring's size (what was outstanding), so the wrap flipped once at most.
+    const bool flipped = w.used_bits != packed_used_bits(used_wrap_);
+    free_ += w.used + (flipped ? ring_.size : 0) - used_;
+    used_ = static_cast<std::uint16_t>(w.used);
+    used_wrap_ = flipped != used_wrap_;
+    outstanding_ -= done;
+    free_give_ = w.free_give;
     return done;
   }
 
@@ -626,20 +629,37 @@ class PackedDriver {
       __builtin_prefetch(&ring_.desc[i]);
     }
   }
-  // reclaim()'s copy of the ring state.
+  // reclaim()'s copy of the ring state, in what the loop compares and indexes with: the wrap
+  // counter as the flag bits a used descriptor carries, the position as 32 bits.
   struct Walk {
     PackedDesc* desc;
     IdSlot* ids;
     std::uint32_t size;
-    std::uint16_t used;
-    bool wrap;
-    std::uint32_t outstanding;
+    std::uint32_t used;
+    std::uint16_t used_bits;
     std::uint16_t* free_ids;
     std::uint32_t free_give;
-    std::int32_t batch_id;
-    std::uint32_t batch_len;
-    std::uint32_t freed = 0;
+    std::uint32_t free_mask;
   };
+  [[gnu::always_inline]] static bool is_used(const Walk& w) noexcept {
+    const std::uint16_t flags = __atomic_load_n(&w.desc[w.used].flags, __ATOMIC_RELAXED);
+    return (flags & (desc_flag::avail | desc_flag::used)) == w.used_bits;
+  }
+  // Reads the used descriptor at the walk's position. False when the device has not returned it,
+  // or when it names an id that is not outstanding (reported: the queue is broken).
+  [[gnu::always_inline]] bool read_used(const Walk& w, std::uint16_t& id, std::uint32_t& len, bool want_len) noexcept {
+    const PackedDesc* p = &w.desc[w.used];
+    // acquire: pairs with the device's release store of the used flags.
+    const std::uint16_t flags = __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
+    if ((flags & (desc_flag::avail | desc_flag::used)) != w.used_bits) return false;
+    id = detail::load_once(&p->id);
+    if (want_len) len = detail::load_once(&p->len);
+    if (id >= w.size || w.ids[id].chain_len == 0) [[unlikely]] {
+      health_->report(QueueError::used_bad_id);
+      return false;
+    }
+    return true;
+  }
   [[gnu::always_inline]] static void take(Walk& w, std::uint16_t id, std::uint32_t len, Cookie* cookies,
                                           std::uint32_t* lens, std::uint16_t done) noexcept {
     IdSlot& slot = w.ids[id];
@@ -647,16 +667,11 @@ class PackedDriver {
     cookies[done] = slot.cookie;
     if (lens != nullptr) lens[done] = len;
     slot.chain_len = 0;
-    w.freed += n;
-    --w.outstanding;
-    if constexpr (!InOrder) {
-      w.free_ids[w.free_give] = id;
-      if (++w.free_give == w.size) w.free_give = 0;
-    }
-    w.used = static_cast<std::uint16_t>(w.used + n);
+    if constexpr (!InOrder) w.free_ids[w.free_give++ & w.free_mask] = id;
+    w.used += n;
     if (w.used >= w.size) {
-      w.used = static_cast<std::uint16_t>(w.used - w.size);
-      w.wrap = !w.wrap;
+      w.used -= w.size;
+      w.used_bits ^= desc_flag::avail | desc_flag::used;  // the wrap counter flips
     }
   }
 
@@ -667,7 +682,9 @@ class PackedDriver {
   // while outstanding, so at most once). Taking one is a load at a known index, not a walk
   // that waits on the id before it.
   std::vector<std::uint16_t> free_ids_;
-  std::uint16_t free_take_ = 0, free_give_ = 0;
+  // free_take_ and free_give_ run freely; & free_mask_ (free_ids_ has a power-of-two size) is
+  // one instruction where a wrap at the ring's size was three.
+  std::uint32_t free_take_ = 0, free_give_ = 0, free_mask_ = 0;
   std::uint32_t free_ = 0;
   std::uint32_t outstanding_ = 0;
   std::int32_t batch_id_ = -1;  // in-order batch being retired (-1: none)

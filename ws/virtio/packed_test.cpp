@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -157,6 +158,37 @@ TEST(Packed, OutOfOrderCompletionsReturnTheRightCookies) {
   EXPECT_EQ(cookies[0], 12u);
   EXPECT_EQ(cookies[1], 10u);
   EXPECT_EQ(cookies[2], 11u);
+}
+
+// Free ids wait in a FIFO ring sized to a power of two, larger than a ring of 5. Lap after lap,
+// with the device completing in a different order each time, every id the driver posts must be
+// free (none outstanding twice) and every cookie must come back once.
+TEST(Packed, OutOfOrderIdsStayUniqueOnARingOfNoPowerOfTwoSize) {
+  PackedPair p(5);
+  const Buffer b{p.buf(0), 64, false};
+  std::uint32_t next = 0;
+  for (std::uint32_t lap = 0; lap < 12; ++lap) {
+    const std::uint32_t first = next;
+    while (p.drv.post(&b, 1, next)) ++next;
+    ASSERT_EQ(next - first, 5u) << lap;
+    PackedDevice<>::ChainT c[5];
+    bool seen[5] = {};
+    for (auto& x : c) {
+      ASSERT_EQ(p.dev.pop(x), Pop::chain);
+      ASSERT_LT(x.id, 5) << lap;
+      ASSERT_FALSE(seen[x.id]) << "id " << x.id << " posted twice, lap " << lap;
+      seen[x.id] = true;
+    }
+    for (std::uint32_t k = 0; k < 5; ++k) {
+      const auto& x = c[(2 * k + lap) % 5];
+      p.dev.push_used(x.id, 1, x.ring_descs);
+    }
+    std::uint32_t cookies[6], lens[6];
+    ASSERT_EQ(p.drv.reclaim(cookies, lens, 6), 5) << lap;
+    std::sort(cookies, cookies + 5);
+    for (std::uint32_t k = 0; k < 5; ++k) EXPECT_EQ(cookies[k], first + k) << lap;
+  }
+  EXPECT_FALSE(p.drv_health.broken());
 }
 
 // A burst posts through begin_posts()/add()/end_posts(), on a copy of the driver's state: the
