@@ -8,6 +8,7 @@
 // buffer and how a queue notifies the device (the Transport parameter, see VhostUserHotPath and
 // PciHotPath).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -124,7 +125,8 @@ struct VirtioRx final : RxCommon {
       }
       for (std::uint32_t i = 0; i < k; ++i) {
         Mbuf* m = fresh[i];
-        const Buffer b{T::buffer_addr(m) + hdr_offset(m), static_cast<std::uint32_t>(m->buf_len - hdr_offset(m)), true};
+        const std::uint16_t off = hdr_offset(m);
+        const Buffer b{T::buffer_addr(m) + off, static_cast<std::uint32_t>(m->buf_len - off), true};
         posts.add(&b, 1, m);
       }
       posted = static_cast<std::uint16_t>(posted + k);
@@ -160,11 +162,16 @@ struct VirtioRx final : RxCommon {
     for (std::uint16_t i = 0; i < k; ++i) __builtin_prefetch(done[i]->buf_addr + hdr_offset(done[i]), 1);
     std::uint16_t got = 0;
     std::uint64_t bytes = 0;
+    // Members the loop reads every packet, in locals: the mbuf fields it stores are 16-bit too,
+    // so on the members the compiler would reload them after each store.
+    std::uint16_t left = partial_left;
+    const std::uint16_t port = port_id;
     for (std::uint16_t i = 0; i < k; ++i) {
       Mbuf* m = done[i];
       const std::uint32_t len = lens[i];
-      const std::uint32_t cap = m->buf_len - hdr_offset(m);
-      const bool first = !Mergeable || partial_left == 0;
+      const std::uint16_t off = hdr_offset(m);
+      const std::uint32_t cap = m->buf_len - off;
+      const bool first = !Mergeable || left == 0;
       // A device that writes past what we gave it, or less than a header, is broken: the
       // queue stops (as for a bad used id), the process goes on.
       if ((first && len < net_hdr_bytes) || len > cap) [[unlikely]] {
@@ -174,22 +181,22 @@ struct VirtioRx final : RxCommon {
         continue;
       }
       if (first) {
-        m->data_off = static_cast<std::uint16_t>(hdr_offset(m) + net_hdr_bytes);
+        m->data_off = static_cast<std::uint16_t>(off + net_hdr_bytes);
         m->data_len = static_cast<std::uint16_t>(len - net_hdr_bytes);
         m->pkt_len = m->data_len;
-        m->port = port_id;
+        m->port = port;
         if constexpr (Mergeable) {
-          NetHdr hdr;
-          std::memcpy(&hdr, m->buf_addr + hdr_offset(m), sizeof hdr);
-          if (hdr.num_buffers == 0) [[unlikely]] {
+          std::uint16_t num_buffers;
+          std::memcpy(&num_buffers, m->buf_addr + off + offsetof(NetHdr, num_buffers), sizeof num_buffers);
+          if (num_buffers == 0) [[unlikely]] {
             counters.errors.add(1);
             health.report(QueueError::used_bad_length, 0);
             mbuf_free(m);
             continue;
           }
-          if (hdr.num_buffers > 1) {
+          if (num_buffers > 1) {
             partial_head = partial_tail = m;
-            partial_left = static_cast<std::uint16_t>(hdr.num_buffers - 1);
+            left = static_cast<std::uint16_t>(num_buffers - 1);
             continue;
           }
         }
@@ -197,13 +204,13 @@ struct VirtioRx final : RxCommon {
         bytes += m->pkt_len;
         pkts[got++] = m;
       } else {
-        m->data_off = hdr_offset(m);
+        m->data_off = off;
         m->data_len = static_cast<std::uint16_t>(len);
         partial_tail->next = m;
         partial_tail = m;
         ++partial_head->nb_segs;
         partial_head->pkt_len += len;
-        if (--partial_left == 0) {
+        if (--left == 0) {
           if constexpr (Offload) apply_offloads(partial_head);
           bytes += partial_head->pkt_len;
           pkts[got++] = partial_head;
@@ -211,6 +218,7 @@ struct VirtioRx final : RxCommon {
         }
       }
     }
+    partial_left = left;
     if (k > 0) refill(k);
     counters.packets.add(got);
     counters.bytes.add(bytes);
