@@ -276,14 +276,15 @@ struct VirtioTx final : TxCommon {
     auto posts = engine.begin_posts();
     for (; sent < n; ++sent) {
       Mbuf* m = pkts[sent];
-      if (m->nb_segs > max_segs) [[unlikely]] {
+      // Push the header into the headroom when nobody else sees this buffer (DPDK's can_push).
+      // One segment is tested first: the usual packet then needs no test of the segment limit.
+      const bool push = m->nb_segs == 1 && m->refcnt.load(std::memory_order_relaxed) == 1 && !m->is_indirect() &&
+                        m->data_off >= net_hdr_bytes;
+      if (!push && m->nb_segs > max_segs) [[unlikely]] {
         counters.errors.add(1);
         mbuf_free(m);
         continue;
       }
-      // Push the header into the headroom when nobody else sees this buffer (DPDK's can_push).
-      const bool push = m->refcnt.load(std::memory_order_relaxed) == 1 && !m->is_indirect() && m->nb_segs == 1 &&
-                        m->data_off >= net_hdr_bytes;
       if constexpr (Offload) {
         NetHdr hdr{};
         if (!tx_offload_to_net_hdr(*m, hdr, push ? offload : HdrOffloads{})) [[unlikely]] {

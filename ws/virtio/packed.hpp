@@ -468,7 +468,7 @@ class PackedDriver {
       free_ -= n;
       ids_[id].chain_len = n;
       ids_[id].cookie = cookie;
-      ++added_;
+      if constexpr (InOrder) ++added_;  // out of order, the free ids taken count the chains
       return true;
     }
 
@@ -505,11 +505,11 @@ class PackedDriver {
   };
   Posts begin_posts() noexcept { return Posts(*this); }
   void end_posts(const Posts& p) noexcept {
+    outstanding_ += InOrder ? p.added_ : p.free_take_ - free_take_;  // before free_take_ moves
     avail_ = static_cast<std::uint16_t>(p.avail_);
     avail_wrap_ = p.avail_bits_ == packed_avail_bits(true);
     free_take_ = p.free_take_;
     free_ = p.free_;
-    outstanding_ += p.added_;
   }
 
   // Asks for the descriptor lines the next n posts write, all at once and for writing. The
