@@ -47,11 +47,14 @@ Result<void> check_packed_ring(const PackedRing& ring);
 // One mask and one compare: the two bits tested one by one cost the hot loops 7 instructions.
 constexpr std::uint16_t packed_avail_bits(bool wrap) noexcept { return wrap ? desc_flag::avail : desc_flag::used; }
 constexpr std::uint16_t packed_used_bits(bool wrap) noexcept { return wrap ? desc_flag::avail | desc_flag::used : 0; }
+constexpr std::uint16_t packed_wrap_flags(std::uint16_t flags) noexcept {
+  return flags & (desc_flag::avail | desc_flag::used);
+}
 constexpr bool packed_avail(std::uint16_t flags, bool wrap) noexcept {
-  return (flags & (desc_flag::avail | desc_flag::used)) == packed_avail_bits(wrap);
+  return packed_wrap_flags(flags) == packed_avail_bits(wrap);
 }
 constexpr bool packed_used(std::uint16_t flags, bool wrap) noexcept {
-  return (flags & (desc_flag::avail | desc_flag::used)) == packed_used_bits(wrap);
+  return packed_wrap_flags(flags) == packed_used_bits(wrap);
 }
 
 // Device side of one packed ring. One thread (the polling lcore) calls everything but init.
@@ -643,7 +646,7 @@ class PackedDriver {
   };
   [[gnu::always_inline]] static bool is_used(const Walk& w) noexcept {
     const std::uint16_t flags = __atomic_load_n(&w.desc[w.used].flags, __ATOMIC_RELAXED);
-    return (flags & (desc_flag::avail | desc_flag::used)) == w.used_bits;
+    return packed_wrap_flags(flags) == w.used_bits;
   }
   // Reads the used descriptor at the walk's position. False when the device has not returned it,
   // or when it names an id that is not outstanding (reported: the queue is broken).
@@ -651,7 +654,7 @@ class PackedDriver {
     const PackedDesc* p = &w.desc[w.used];
     // acquire: pairs with the device's release store of the used flags.
     const std::uint16_t flags = __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
-    if ((flags & (desc_flag::avail | desc_flag::used)) != w.used_bits) return false;
+    if (packed_wrap_flags(flags) != w.used_bits) return false;
     id = detail::load_once(&p->id);
     if (want_len) len = detail::load_once(&p->len);
     if (id >= w.size || w.ids[id].chain_len == 0) [[unlikely]] {
