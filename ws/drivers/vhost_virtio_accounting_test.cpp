@@ -223,5 +223,49 @@ TEST_F(VhostVirtioAccounting, PacketsThePeerCannotTakeAreErrorsNotSent) {
   EXPECT_EQ(app_dropped, 0u);
 }
 
+// Forwarding, as testpmd's io mode does: what vhost sent comes back through virtio_user's TX,
+// each header pushed where the RX one was. The header's num_buffers (1, from net_vhost with
+// MRG_RXBUF) is zeroed on TX, or kept with keep_num_buffers=1; either way every packet arrives
+// back whole.
+TEST_F(VhostVirtioAccounting, ForwardedPacketsKeepNumBuffersOnlyWhenAsked) {
+  for (const bool keep : {false, true}) {
+    SCOPED_TRACE(keep ? "keep_num_buffers=1" : "keep_num_buffers=0");
+    ASSERT_NO_FATAL_FAILURE(start(keep ? ",keep_num_buffers=1" : ""));
+    auto pkts = packets(64);
+    std::uint32_t app_dropped = 0;
+    ASSERT_EQ(send_all(*vhost_, pkts, app_dropped), 64u);
+    std::vector<Mbuf*> held;
+    ASSERT_EQ(receive_all(*virtio_, &held), 64u);
+    auto num_buffers = [](const Mbuf* m) {
+      std::uint16_t v;
+      std::memcpy(&v, m->data() - 2, sizeof v);  // the header's last field, just before the frame
+      return v;
+    };
+    EXPECT_EQ(num_buffers(held[0]), 1u) << "net_vhost writes it on RX";
+    std::uint32_t forwarded = 0;
+    for (std::size_t at = 0; at < held.size(); at += 32)
+      forwarded += virtio_->tx_burst(0, held.data() + at, 32);
+    ASSERT_EQ(forwarded, 64u);
+    // The ring holds the mbufs until a later burst reclaims them: their headers are as sent.
+    EXPECT_EQ(num_buffers(held[0]), keep ? 1u : 0u);
+    EXPECT_EQ(num_buffers(held[63]), keep ? 1u : 0u);
+    std::vector<Mbuf*> back;
+    ASSERT_EQ(receive_all(*vhost_, &back), 64u);
+    for (std::uint32_t i = 0; i < back.size(); ++i) {
+      ASSERT_EQ(back[i]->pkt_len, 64u);
+      EXPECT_EQ(back[i]->data<std::uint8_t>()[63], static_cast<std::uint8_t>(i)) << "packet " << i;
+    }
+    free_all(back);
+    EXPECT_EQ(virtio_->stats().oerrors, 0u);
+    EXPECT_EQ(vhost_->stats().ierrors, 0u);
+    for (Port* p : {virtio_.get(), vhost_.get()}) {
+      p->stop();
+      p->release_mbufs();
+    }
+    virtio_.reset();
+    vhost_.reset();
+  }
+}
+
 }  // namespace
 }  // namespace ws

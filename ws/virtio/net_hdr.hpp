@@ -34,7 +34,8 @@ inline constexpr std::uint32_t net_hdr_bytes = sizeof(NetHdr);
 // copied out with wider loads than the stores that built it misses store forwarding: the load
 // waits until those stores reach the cache, behind every earlier store into the peer's lines,
 // which the peer is polling. Loads of single fields are forwarded.
-inline void store_net_hdr(std::byte* dst, const NetHdr& h) noexcept {
+// With_num_buffers false: the field keeps what the buffer held (see store_tx_net_hdr).
+inline void store_net_hdr(std::byte* dst, const NetHdr& h, bool with_num_buffers = true) noexcept {
   static_assert(std::endian::native == std::endian::little, "virtio 1.x headers are little-endian");
   auto put = [dst](std::size_t at, const auto& field) { __builtin_memcpy(dst + at, &field, sizeof field); };
   put(offsetof(NetHdr, flags), h.flags);
@@ -43,7 +44,7 @@ inline void store_net_hdr(std::byte* dst, const NetHdr& h) noexcept {
   put(offsetof(NetHdr, gso_size), h.gso_size);
   put(offsetof(NetHdr, csum_start), h.csum_start);
   put(offsetof(NetHdr, csum_offset), h.csum_offset);
-  put(offsetof(NetHdr, num_buffers), h.num_buffers);
+  if (with_num_buffers) put(offsetof(NetHdr, num_buffers), h.num_buffers);
 }
 
 // The header of a packet that requests nothing: zero but num_buffers, stored from registers.
@@ -53,6 +54,21 @@ inline void store_plain_net_hdr(std::byte* dst, std::uint16_t num_buffers) noexc
   const std::uint32_t tail = std::uint32_t{num_buffers} << 16;  // csum_offset 0, num_buffers
   __builtin_memcpy(dst, &head, sizeof head);
   __builtin_memcpy(dst + sizeof head, &tail, sizeof tail);
+}
+
+// The TX header of a packet that requests nothing. Virtio 1.2 §5.1.6.2.1 has the driver zero
+// num_buffers on TX. keep_num_buffers leaves it as the buffer held it (after RX, what the device
+// wrote), as DPDK's driver does: devices do not read it on TX, and a device that stores it on
+// RX only where it differs (DPDK's vhost) then finds it equal and leaves the line alone.
+inline void store_tx_net_hdr(std::byte* dst, bool keep_num_buffers) noexcept {
+  if (!keep_num_buffers) {
+    store_plain_net_hdr(dst, 0);
+    return;
+  }
+  const std::uint64_t head = 0;         // flags .. csum_start
+  const std::uint16_t csum_offset = 0;  // and no num_buffers
+  __builtin_memcpy(dst, &head, sizeof head);
+  __builtin_memcpy(dst + sizeof head, &csum_offset, sizeof csum_offset);
 }
 
 enum class NetHdrCheck : std::uint8_t { ok, csum_beyond_packet, gso_without_size, hdr_len_beyond_packet, bad_gso_type };

@@ -63,6 +63,7 @@ class VirtioNetPort : public Port {
       rxq_.push_back(make_rx_variant<RxCommon, Rx>(p, io, m, ol_in));
       txq_.push_back(make_tx_variant<TxCommon, Tx>(p, io, ol_out));
       txq_.back()->offload = tx_ol;
+      txq_.back()->keep_num_buffers = keep_num_buffers_;
     }
     return {};
   }
@@ -187,6 +188,7 @@ class VirtioNetPort : public Port {
   std::uint16_t pairs_;
   std::uint32_t queue_size_;
   std::uint64_t features_ = 0;
+  bool keep_num_buffers_ = false;  // TX headers leave num_buffers alone (store_tx_net_hdr)
   std::vector<std::unique_ptr<RingMemory>> rings_;
   std::byte* zero_hdr_ = nullptr;
   std::vector<QueueVariant<RxCommon>> rxq_;

@@ -229,6 +229,7 @@ struct VirtioRx final : RxCommon {
 struct alignas(cache_line_bytes) TxCommon : QueueCommon {
   std::uint64_t zero_hdr = 0;  // IOVA of a zeroed 12-byte header in shared memory
   HdrOffloads offload;  // what the device takes in our headers (offload variant only)
+  bool keep_num_buffers = false;  // pushed headers leave num_buffers alone (store_tx_net_hdr)
   TxQueueCounters counters;
 };
 
@@ -273,6 +274,7 @@ struct VirtioTx final : TxCommon {
     Buffer b[max_segs + 1];
     std::uint16_t sent = 0, posted = 0;  // taken (posted or dropped), and posted
     std::uint64_t bytes = 0;
+    const bool keep = keep_num_buffers;
     auto posts = engine.begin_posts();
     for (; sent < n; ++sent) {
       Mbuf* m = pkts[sent];
@@ -292,11 +294,11 @@ struct VirtioTx final : TxCommon {
           mbuf_free(m);
           continue;
         }
-        if (push) store_net_hdr(reinterpret_cast<std::byte*>(m->data() - net_hdr_bytes), hdr);
+        if (push) store_net_hdr(reinterpret_cast<std::byte*>(m->data() - net_hdr_bytes), hdr, !keep);
       }
       if (push) {
         std::uint8_t* h = m->data() - net_hdr_bytes;
-        if constexpr (!Offload) store_plain_net_hdr(reinterpret_cast<std::byte*>(h), 0);
+        if constexpr (!Offload) store_tx_net_hdr(reinterpret_cast<std::byte*>(h), keep);
         const Buffer one{T::buffer_addr(m) + m->data_off - net_hdr_bytes,
                          static_cast<std::uint32_t>(m->data_len + net_hdr_bytes), false};
         if (!post(posts, &one, 1, m)) break;

@@ -2,7 +2,8 @@
 // The virtio-net driver's queues against a device simulated by writing its used ring. RX: a good
 // packet comes out with the header stripped; a length beyond the buffer posted (a device that
 // wrote past what it was given) is counted, stops the queue, and every mbuf goes home. TX:
-// completed chains make room for a burst that needs more descriptors than are free.
+// completed chains make room for a burst that needs more descriptors than are free; a header
+// pushed into the headroom zeroes num_buffers unless told to keep it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -159,6 +160,47 @@ TEST_F(TxAgainstUsedRing, ReclaimsCompletedChainsWhenABurstNeedsMoreDescriptorsT
   for (auto* v : {&first, &second})
     for (Mbuf* m : *v) mbuf_free(m);  // the second owner's reference
   EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// A packet we alone hold carries its header in its headroom. A header that asks for nothing is
+// zero, num_buffers included (virtio 1.2 §5.1.6.2.1); with keep_num_buffers, num_buffers keeps
+// what the buffer held (0xabab here, standing for what a device wrote on RX). Both the plain
+// variant and the offload one.
+class TxPushedHeader : public QueueAgainstRing {
+ protected:
+  template <bool Offload>
+  void expect_header(bool keep) {
+    VirtioTx<TestHotPath, false, false, Offload> tx;
+    tx.keep_num_buffers = keep;
+    tx.init(area_, false);
+    Mbuf* m = pool_->alloc();
+    ASSERT_NE(m, nullptr);
+    m->data_len = m->pkt_len = 60;
+    std::memset(m->data() - net_hdr_bytes, 0xab, net_hdr_bytes);
+    ASSERT_EQ(tx.tx_burst(&m, 1), 1);
+    const SplitDesc& d = ring_.desc[ring_.avail_ring()[0]];
+    EXPECT_EQ(d.addr, reinterpret_cast<std::uint64_t>(m->data() - net_hdr_bytes)) << "one descriptor, header first";
+    NetHdr h;
+    std::memcpy(&h, m->data() - net_hdr_bytes, sizeof h);
+    EXPECT_EQ(h.flags, 0);
+    EXPECT_EQ(h.gso_type, NetHdr::gso_none);
+    EXPECT_EQ(h.hdr_len | h.gso_size | h.csum_start | h.csum_offset, 0);
+    EXPECT_EQ(h.num_buffers, keep ? 0xabab : 0) << "Offload " << Offload << ", keep_num_buffers " << keep;
+    const std::uint16_t avail = *ring_.avail_idx();
+    ring_.used_ring()[0] = {ring_.avail_ring()[0], 0};
+    __atomic_store_n(ring_.used_idx(), avail, __ATOMIC_RELEASE);
+    tx.release_mbufs();
+    EXPECT_EQ(pool_->in_use(), 0u);
+  }
+};
+
+TEST_F(TxPushedHeader, NumBuffersIsZeroedUnlessKeptOnRequest) {
+  for (const bool keep : {false, true}) {
+    std::memset(area_.desc, 0, ring_area_bytes(n));  // each queue starts on a fresh ring
+    expect_header<false>(keep);
+    std::memset(area_.desc, 0, ring_area_bytes(n));
+    expect_header<true>(keep);
+  }
 }
 
 }  // namespace

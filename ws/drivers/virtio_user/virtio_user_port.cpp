@@ -37,6 +37,9 @@ constexpr std::array virtio_user_params = {
     ParamSpec{"event_idx", "bool", "1", "negotiate EVENT_IDX if the backend offers it (notifications by index)"},
     ParamSpec{"csum", "bool", "0", "negotiate CSUM/GUEST_CSUM: TX checksum requests and RX checksum state in the header"},
     ParamSpec{"tso", "bool", "0", "negotiate HOST_TSO4/6 and GUEST_TSO4/6 (with csum=1): TCP segmentation in the header"},
+    ParamSpec{"keep_num_buffers", "bool", "0",
+              "TX leaves num_buffers in the header as RX left it, as DPDK's driver does, instead of zeroing it "
+              "(virtio 1.2 §5.1.6.2.1); spares DPDK's vhost a store per packet with split rings and mrg_rxbuf=1"},
     // DPDK 22.11 net_virtio_user keys, so its device strings carry over unchanged.
     ParamSpec{"mac", "mac", "02:56:49:52:54:00", "the port's MAC address, xx:xx:xx:xx:xx:xx"},
     ParamSpec{"cq", "bool", "0",
@@ -62,6 +65,7 @@ struct Options : virtio::DriverChoices {
   std::uint16_t queues = 1;
   std::uint32_t queue_size = 256;
   bool server = false;
+  bool keep_num_buffers = false;
   MacAddress mac{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
   std::uint32_t speed_mbps = 10000;
 };
@@ -78,6 +82,7 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
         o_(std::move(o)),
         frontend_({this->name(), o_.path, o_.server, o_.queues, o_.queue_size, wanted_features(o_)}) {
     mac_ = o_.mac;
+    keep_num_buffers_ = o_.keep_num_buffers;
   }
   ~VirtioUserPort() override { stop_monitor(); }
 
@@ -175,7 +180,8 @@ class VirtioUserDriver final : public Driver {
     auto event_idx = args.get_bool("event_idx", true);
     auto cq = args.get_bool("cq", false);                  // see the param help: nothing to do
     auto vectorized = args.get_bool("vectorized", false);  // likewise
-    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso, &event_idx, &cq, &vectorized})
+    auto keep_num_buffers = args.get_bool("keep_num_buffers", false);
+    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso, &event_idx, &cq, &vectorized, &keep_num_buffers})
       if (!*b) return std::unexpected(b->error());
     if (auto iface = args.get("iface"))
       return fail("device '{}': key 'iface' value '{}': a vhost-kernel tap name, and this driver speaks vhost-user "
@@ -210,6 +216,7 @@ class VirtioUserDriver final : public Driver {
     o.csum = *csum;
     o.tso = *tso;
     o.event_idx = *event_idx;
+    o.keep_num_buffers = *keep_num_buffers;
     if (o.tso && !o.csum) return fail("device '{}': key 'tso' needs csum=1 (virtio 1.2 §5.1.3.1)", args.name());
     auto port = std::make_unique<VirtioUserPort>(args.name(), std::move(o), *env.arena);
     if (auto ok = port->connect(); !ok) return std::unexpected(ok.error());
