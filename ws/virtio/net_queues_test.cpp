@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The virtio-net driver's queues against a device simulated by writing its used ring. RX: a good
-// packet comes out with the header stripped; a length beyond the buffer posted (a device that
-// wrote past what it was given) is counted, stops the queue, and every mbuf goes home. TX:
+// packet comes out with the header stripped and its buffer is reposted (split rings: when a poll
+// finds nothing, or once a quarter of the ring is missing); a length beyond the buffer posted (a
+// device that wrote past what it was given) is counted, stops the queue, and every mbuf goes
+// home. TX:
 // completed chains make room for a burst that needs more descriptors than are free; a header
 // pushed into the headroom zeroes num_buffers unless told to keep it.
 #include <gtest/gtest.h>
@@ -74,9 +76,26 @@ TEST_F(RxAgainstUsedRing, GoodPacketComesOutWithoutItsHeaderAndTheBufferIsRepost
   Mbuf* pkts[8];
   ASSERT_EQ(rx_.rx_burst(pkts, 8), 1);
   EXPECT_EQ(pkts[0]->pkt_len, 60u);
+  EXPECT_EQ(*ring_.avail_idx(), n) << "a split ring reposts when a poll finds nothing, not before the burst returns";
+  EXPECT_EQ(rx_.rx_burst(pkts + 1, 7), 0);
   EXPECT_EQ(*ring_.avail_idx(), n + 1) << "the buffer taken was replaced";
   mbuf_free(pkts[0]);
   EXPECT_FALSE(rx_.health.broken());
+  rx_.release_mbufs();
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// A device that fills buffers as fast as we poll never lets a poll come up empty: a burst with
+// packets reposts once more than a quarter of the ring is missing.
+TEST_F(RxAgainstUsedRing, BusyPollsRepostOnceAQuarterOfTheRingIsMissing) {
+  Mbuf* pkts[32];
+  for (std::uint32_t i = 0; i < n / 4; ++i) device_returns(net_hdr_bytes + 60);
+  ASSERT_EQ(rx_.rx_burst(pkts, 32), n / 4);
+  EXPECT_EQ(*ring_.avail_idx(), n) << "a quarter missing: not yet";
+  device_returns(net_hdr_bytes + 60);
+  ASSERT_EQ(rx_.rx_burst(pkts + n / 4, 1), 1);
+  EXPECT_EQ(*ring_.avail_idx(), n + n / 4 + 1) << "more than a quarter missing: all reposted";
+  mbuf_free_bulk(std::span<Mbuf* const>(pkts, n / 4 + 1));
   rx_.release_mbufs();
   EXPECT_EQ(pool_->in_use(), 0u);
 }
