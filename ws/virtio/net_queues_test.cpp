@@ -3,9 +3,9 @@
 // packet comes out with the header stripped and its buffer is reposted (split rings: when a poll
 // finds nothing, or once a quarter of the ring is missing); a length beyond the buffer posted (a
 // device that wrote past what it was given) is counted, stops the queue, and every mbuf goes
-// home. TX:
-// completed chains make room for a burst that needs more descriptors than are free; a header
-// pushed into the headroom zeroes num_buffers unless told to keep it.
+// home. TX: completed chains make room for a burst that needs more descriptors than are free,
+// and after a burst is published, for the next one; a header pushed into the headroom zeroes
+// num_buffers unless told to keep it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -178,6 +178,34 @@ TEST_F(TxAgainstUsedRing, ReclaimsCompletedChainsWhenABurstNeedsMoreDescriptorsT
   tx_.release_mbufs();
   for (auto* v : {&first, &second})
     for (Mbuf* m : *v) mbuf_free(m);  // the second owner's reference
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// Once a burst is published, the queue frees what the device completed until a burst like it
+// would fit again, so that the next burst finds room without waiting on that work.
+TEST_F(TxAgainstUsedRing, AfterPublishingABurstRoomIsMadeForTheNext) {
+  auto packets = [this](std::uint32_t count) {
+    std::vector<Mbuf*> v;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      Mbuf* m = pool_->alloc();
+      if (m == nullptr) {
+        ADD_FAILURE() << "pool empty";
+        break;
+      }
+      m->data_len = m->pkt_len = 60;
+      v.push_back(m);
+    }
+    return v;
+  };
+  auto first = packets(n / 2);  // one descriptor each: half the ring
+  ASSERT_EQ(tx_.tx_burst(first.data(), n / 2), n / 2);
+  device_completes_all();
+  auto second = packets(n / 2);
+  ASSERT_EQ(tx_.tx_burst(second.data(), n / 2), n / 2);
+  EXPECT_EQ(pool_->in_use(), n / 2) << "the first burst's mbufs were freed after the second was posted";
+  EXPECT_EQ(tx_.engine.free_descs(), n / 2);
+  device_completes_all();
+  tx_.release_mbufs();
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 
