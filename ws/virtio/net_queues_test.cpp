@@ -140,8 +140,8 @@ class TxAgainstUsedRing : public QueueAgainstRing {
     tx_.zero_hdr = 0x1000;
     tx_.init(area_, false);
   }
-  // `count` packets of 60 bytes, each also held by a second owner (the test).
-  std::vector<Mbuf*> shared_packets(std::uint32_t count) {
+  // `count` packets of 60 bytes; with `owners` 2, each also held by a second owner (the test).
+  std::vector<Mbuf*> packets(std::uint32_t count, std::uint16_t owners = 1) {
     std::vector<Mbuf*> v;
     for (std::uint32_t i = 0; i < count; ++i) {
       Mbuf* m = pool_->alloc();
@@ -151,7 +151,7 @@ class TxAgainstUsedRing : public QueueAgainstRing {
       }
       m->data_len = 60;
       m->pkt_len = 60;
-      m->refcnt.store(2, std::memory_order_relaxed);
+      m->refcnt.store(owners, std::memory_order_relaxed);
       v.push_back(m);
     }
     return v;
@@ -167,10 +167,10 @@ class TxAgainstUsedRing : public QueueAgainstRing {
 };
 
 TEST_F(TxAgainstUsedRing, ReclaimsCompletedChainsWhenABurstNeedsMoreDescriptorsThanAreFree) {
-  auto first = shared_packets(24);  // 48 descriptors: 16 stay free
+  auto first = packets(24, 2);  // 48 descriptors: 16 stay free
   ASSERT_EQ(tx_.tx_burst(first.data(), 24), 24);
   device_completes_all();
-  auto second = shared_packets(16);  // 32 descriptors needed, 16 free, 48 completed
+  auto second = packets(16, 2);  // 32 descriptors needed, 16 free, 48 completed
   EXPECT_EQ(tx_.tx_burst(second.data(), 16), 16) << "completed chains must make room, not packets refused";
   EXPECT_EQ(tx_.counters.full.read(), 0u);
   EXPECT_EQ(tx_.counters.packets.read(), 40u);
@@ -184,19 +184,6 @@ TEST_F(TxAgainstUsedRing, ReclaimsCompletedChainsWhenABurstNeedsMoreDescriptorsT
 // Once a burst is published, the queue frees what the device completed until a burst like it
 // would fit again, so that the next burst finds room without waiting on that work.
 TEST_F(TxAgainstUsedRing, AfterPublishingABurstRoomIsMadeForTheNext) {
-  auto packets = [this](std::uint32_t count) {
-    std::vector<Mbuf*> v;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      Mbuf* m = pool_->alloc();
-      if (m == nullptr) {
-        ADD_FAILURE() << "pool empty";
-        break;
-      }
-      m->data_len = m->pkt_len = 60;
-      v.push_back(m);
-    }
-    return v;
-  };
   auto first = packets(n / 2);  // one descriptor each: half the ring
   ASSERT_EQ(tx_.tx_burst(first.data(), n / 2), n / 2);
   device_completes_all();
