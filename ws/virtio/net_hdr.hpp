@@ -34,7 +34,7 @@ inline constexpr std::uint32_t net_hdr_bytes = sizeof(NetHdr);
 // copied out with wider loads than the stores that built it misses store forwarding: the load
 // waits until those stores reach the cache, behind every earlier store into the peer's lines,
 // which the peer is polling. Loads of single fields are forwarded.
-// With_num_buffers false: the field keeps what the buffer held (see store_tx_net_hdr).
+// with_num_buffers false: the field keeps what the buffer held (see store_tx_net_hdr).
 inline void store_net_hdr(std::byte* dst, const NetHdr& h, bool with_num_buffers = true) noexcept {
   static_assert(std::endian::native == std::endian::little, "virtio 1.x headers are little-endian");
   auto put = [dst](std::size_t at, const auto& field) { __builtin_memcpy(dst + at, &field, sizeof field); };
