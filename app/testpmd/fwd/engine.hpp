@@ -87,7 +87,7 @@ struct alignas(cache_line_bytes) Stream {
   Counter consumed;     // received and freed on purpose (rxonly, flowgen's RX side)
   Counter rx_bad_ip_csum;  // csum: packets whose IPv4 header checksum was bad on RX
   Counter rx_bad_l4_csum;  // csum: packets whose TCP/UDP checksum was bad on RX
-  Counter busy_cycles;  // --record-core-cycles: TSC cycles in bursts that moved packets
+  Counter busy_cycles;  // --record-core-cycles: TSC cycles in bursts that moved packets and the poll after each
   Counter busy_bursts;
   std::array<Counter, ptype_class_names.size()> ptypes;  // rxonly --rx-ptype-counts
   BurstSpread rx_bursts;  // --record-burst-stats: rx_burst results, empty polls included
@@ -131,12 +131,20 @@ template <ForwardFn F>
   Stream* const* streams = lc.streams.data();
   const std::size_t n = lc.streams.size();
   if (lc.record_cycles) {
+    // A driver may finish a burst's work in the next poll (split virtio rings repost RX buffers
+    // in the first poll that finds nothing), so that poll counts as busy too. This adds one
+    // idle poll per burst where nothing was deferred.
+    std::vector<std::uint8_t> after_busy(n, 0);
     while (!lc.stop.load(std::memory_order_relaxed)) {  // relaxed: a flag, no data rides on it
       for (std::size_t i = 0; i < n; ++i) {
         const std::uint64_t t0 = rdtsc();
         if (F(*streams[i]) != 0) {
           streams[i]->busy_cycles.add(rdtsc() - t0);
           streams[i]->busy_bursts.add(1);
+          after_busy[i] = 1;
+        } else if (after_busy[i]) {
+          streams[i]->busy_cycles.add(rdtsc() - t0);
+          after_busy[i] = 0;
         }
       }
     }
