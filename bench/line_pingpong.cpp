@@ -55,9 +55,9 @@ int measure_once(int argc, char** argv) {
   const int b = argc > 2 ? std::atoi(argv[2]) : 1;
   const std::uint64_t steps = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 2'000'000;
   Line line;
-  bool pinned = true;
+  std::atomic<bool> pinned{true};  // both threads may clear it
   std::thread other([&] {
-    pinned = pin(b) && pinned;
+    if (!pin(b)) pinned = false;
     player(line, 1, steps);
   });
   if (!pin(a)) pinned = false;
@@ -100,7 +100,7 @@ int watch(double seconds, long every_ms, std::uint64_t steps) {
   start = plus_ms(start, 20);
   Line line;
   std::vector<double> cycles(static_cast<std::size_t>(samples), 0.0);
-  bool ok = true;
+  std::atomic<bool> ok{true};  // both threads may clear it
   auto run = [&](int cpu, std::uint64_t parity) {
     sched_param prio{};
     prio.sched_priority = 1;
@@ -111,7 +111,8 @@ int watch(double seconds, long every_ms, std::uint64_t steps) {
       player(line, base + parity, base + warmup_steps);
       const std::uint64_t c0 = ws::rdtsc();
       player(line, base + warmup_steps + parity, base + warmup_steps + steps);
-      if (parity == 0) cycles[static_cast<std::size_t>(i)] = static_cast<double>(ws::rdtsc() - c0) / static_cast<double>(steps);
+      if (parity == 0)
+        cycles[static_cast<std::size_t>(i)] = static_cast<double>(ws::rdtsc() - c0) / static_cast<double>(steps);
     }
   };
   std::thread other([&] { run(1, 1); });
@@ -121,7 +122,8 @@ int watch(double seconds, long every_ms, std::uint64_t steps) {
     std::fprintf(stderr, "line_pingpong: --watch needs CPUs 0 and 1 and SCHED_FIFO (run as root)\n");
     return 1;
   }
-  for (int i = 0; i < samples; ++i) std::printf("sample %ld cycles/transfer %.1f\n", every_ms * i, cycles[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < samples; ++i)
+    std::printf("sample %ld cycles/transfer %.1f\n", every_ms * i, cycles[static_cast<std::size_t>(i)]);
   return 0;
 }
 
