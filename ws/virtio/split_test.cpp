@@ -74,25 +74,27 @@ TEST(SplitRingCheck, RefusesBadSizesAndAlignment) {
   EXPECT_FALSE(check_split_ring(r));
 }
 
-TEST(Split, StagedUsedIsInvisibleUntilFlushedOrACacheLineOfEntriesIsFull) {
+TEST(Split, StagedUsedIsInvisibleUntilFlushedOrTwoCacheLinesOfEntriesAreFull) {
   SplitPair p;
-  ASSERT_NO_FATAL_FAILURE(p.post_writable_chains(10));
+  ASSERT_NO_FATAL_FAILURE(p.post_writable_chains(18));
   DefaultChain c;
-  std::uint32_t cookies[16], lens[16];
+  std::uint32_t cookies[32], lens[32];
   auto stage = [&](std::uint32_t k) {
     for (std::uint32_t i = 0; i < k; ++i) {
       ASSERT_EQ(p.dev.pop(c), Pop::chain);
       p.dev.stage_used(c.id, 1);
     }
   };
-  stage(7);
-  EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 0);
-  stage(1);  // the eighth entry: the used index goes out without a flush
-  EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 8);
+  stage(15);
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 32), 0);
+  stage(1);  // the sixteenth entry: the used index goes out without a flush
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 32), 16);
   stage(2);
-  EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 0);
+  EXPECT_EQ(p.drv.reclaim(cookies, lens, 32), 0);
   p.dev.flush_used();
-  EXPECT_EQ(p.drv.reclaim(cookies, lens, 16), 2);
+  ASSERT_EQ(p.drv.reclaim(cookies, lens, 32), 2);
+  EXPECT_EQ(cookies[0], 16u);
+  EXPECT_EQ(cookies[1], 17u);
 }
 
 // Both driver variants: descriptors from the free list, and in table order (IN_ORDER).
