@@ -223,6 +223,44 @@ TEST_F(VhostVirtioAccounting, PacketsThePeerCannotTakeAreErrorsNotSent) {
   EXPECT_EQ(app_dropped, 0u);
 }
 
+// A stop gives the device a moment to send what TX took: the vhost side starts polling only
+// after the stop has begun, and still receives every packet; nothing is counted as an error.
+TEST_F(VhostVirtioAccounting, StopWaitsForTheDeviceToSendWhatTxTook) {
+  ASSERT_NO_FATAL_FAILURE(start(",queue_size=256"));
+  auto pkts = packets(64);
+  std::uint32_t app_dropped = 0;
+  ASSERT_EQ(send_all(*virtio_, pkts, app_dropped), 64u);
+  std::uint32_t got = 0;
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    got = receive_all(*vhost_, nullptr);
+  });
+  virtio_->stop();
+  late.join();
+  virtio_->release_mbufs();
+  EXPECT_EQ(got, 64u);
+  const PortStats v = virtio_->stats();
+  EXPECT_EQ(v.opackets, 64u);
+  EXPECT_EQ(v.oerrors, 0u);
+}
+
+// A device that never sends them does not hold the stop for long, and the packets it held,
+// counted sent when TX took them, are counted as errors when the stop drops them.
+TEST_F(VhostVirtioAccounting, StopDropsAndCountsWhatTheDeviceNeverSent) {
+  ASSERT_NO_FATAL_FAILURE(start(",queue_size=256"));
+  auto pkts = packets(40);
+  std::uint32_t app_dropped = 0;
+  ASSERT_EQ(send_all(*virtio_, pkts, app_dropped), 40u);
+  const auto before = std::chrono::steady_clock::now();
+  virtio_->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(2));
+  virtio_->release_mbufs();
+  const PortStats v = virtio_->stats();
+  EXPECT_EQ(v.opackets, 40u);
+  EXPECT_EQ(v.oerrors, 40u) << "taken, never sent: dropped at the stop";
+  EXPECT_EQ(vhost_->stats().ipackets, 0u);
+}
+
 // Forwarding, as testpmd's io mode does: what vhost sent comes back through virtio_user's TX,
 // each header pushed where the RX one was. The header's num_buffers (1, from net_vhost with
 // MRG_RXBUF) is zeroed on TX, or kept with keep_num_buffers=1; either way every packet arrives

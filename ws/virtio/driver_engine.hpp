@@ -25,6 +25,7 @@ concept DriverRingEngine = requires(E& e, const RingArea& area, QueueHealth* hea
   { e.publish() } noexcept -> std::same_as<bool>;  // whether the device wants a notification
   e.suppress_interrupts(true);
   { e.reclaim(cookies, lens, n) } noexcept -> std::same_as<std::uint16_t>;
+  { e.outstanding() } noexcept -> std::convertible_to<std::uint32_t>;  // chains posted, not reclaimed
   e.drain([](Cookie) {});
 };
 

@@ -5,8 +5,10 @@
 // it and add only their transport: start_device(), stop_device() and the device's address of
 // our memory (dma_addr()).
 #pragma once
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -107,12 +109,21 @@ class VirtioNetPort : public Port {
     }
     return {};
   }
-  void do_stop() override { stop_device(); }
+  // The device first gets a moment to send what TX took: its reset drops the chains it has not
+  // completed, which were counted sent when the ring took them (a txonly run on a QEMU
+  // virtio-net NIC lost its last burst that way, every frame counted and 32 never on the wire).
+  void do_stop() override {
+    wait_for_tx(tx_stop_timeout);
+    stop_device();
+  }
+  // TX packets the device still held are dropped and counted (they were counted sent); filled
+  // RX buffers no burst took were never counted received, as in DPDK.
   void release_mbufs() override {
     for (auto& q : rxq_) q->release_mbufs();
-    for (auto& q : txq_) q->release_mbufs();
+    for (auto& q : txq_) q->reset_dropped.add(q->release_mbufs());
   }
-  // Packets a ring reset dropped are errors: TX ones were counted sent when the ring took them.
+  // Packets a ring reset or a stop dropped are errors: TX ones were counted sent when the ring
+  // took them.
   PortStats read_stats() const override {
     PortStats s;
     for (const auto& q : rxq_) add_rx(s, q->counters);
@@ -155,6 +166,23 @@ class VirtioNetPort : public Port {
     return queues;
   }
   bool packed() const { return has(features_, feature::ring_packed); }
+
+  // How long a stop waits for the device to complete the TX chains it holds: a device that
+  // never completes them (a backend gone, a hung NIC) must not hold the stop for long.
+  static constexpr std::chrono::milliseconds tx_stop_timeout{200};
+  // Until every TX queue's chains are completed, or `timeout`, with the lcores kept out by each
+  // queue's gate.
+  void wait_for_tx(std::chrono::milliseconds timeout) {
+    for (auto& q : txq_) q->gate.close();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      std::uint64_t held = 0;
+      for (auto& q : txq_) held += q->reclaim_sent();
+      if (held == 0 || std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (auto& q : txq_) q->gate.open();
+  }
 
   // A packed ring cannot resume where an old device left it: once we reclaimed its used
   // descriptors, the ring no longer shows how far the device got. So, as DPDK's virtio_user on a

@@ -242,6 +242,9 @@ struct VirtioRx final : RxCommon {
 };
 
 struct alignas(cache_line_bytes) TxCommon : QueueCommon {
+  // Control path, gate closed: frees what the device has sent; returns how many packets it
+  // still holds.
+  virtual std::uint32_t reclaim_sent() = 0;
   std::uint64_t zero_hdr = 0;  // IOVA of a zeroed 12-byte header in shared memory
   HdrOffloads offload;  // what the device takes in our headers (offload variant only)
   bool keep_num_buffers = false;  // pushed headers leave num_buffers alone (store_tx_net_hdr)
@@ -259,6 +262,10 @@ struct VirtioTx final : TxCommon {
     engine.suppress_interrupts(true);
   }
   std::uint32_t fill() override { return 0; }
+  std::uint32_t reclaim_sent() override {
+    (void)free_completed(engine);
+    return engine.outstanding();
+  }
   std::uint32_t release_mbufs() override {
     (void)free_completed(engine);  // sent: not dropped
     std::uint32_t dropped = 0;
