@@ -845,7 +845,7 @@ class Lifecycle(PairBase):
         the old backend never completed and counts them (TX errors, and the number in the reset's
         log line), at most a ring's worth each. The frontend's stop, with no backend left to send
         them, drops and counts what its TX ring still held: the rest of the TX errors, at most a
-        ring's worth. Returns the TX errors of the stop."""
+        ring's worth."""
         p = front["ports"][0]
         reset_lines = re.findall(r"packed rings reset for the new backend; (\d+) TX packets", fout)
         reset_dropped = sum(int(n) for n in reset_lines)
@@ -858,7 +858,6 @@ class Lifecycle(PairBase):
         self.assertGreaterEqual(stop_dropped, 0, what)
         self.assertLessEqual(stop_dropped, self.QUEUE_SIZE, what)
         self.assertEqual(p["rx_errors"], 0, what)
-        return stop_dropped
 
     def for_each_ring_variant(self, check, prefix=""):
         """Runs check(name, packed, in_order) once for each of RING_VARIANTS, each as a subtest."""

@@ -103,15 +103,12 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
     return {};
   }
   // The monitor stops first: while the stop waits for TX completions it must not reset the
-  // rings under it.
+  // rings under it, and from then on the socket is ours alone (stop_device()).
   void do_stop() override {
     stop_monitor();
     VirtioNetPort::do_stop();
   }
-  void stop_device() override {
-    stop_monitor();  // the socket is ours alone from here
-    frontend_.stop_device(static_cast<std::uint32_t>(2 * rxq_.size()));
-  }
+  void stop_device() override { frontend_.stop_device(static_cast<std::uint32_t>(2 * rxq_.size())); }
   std::uint64_t dma_addr(const void* p) const override { return reinterpret_cast<std::uint64_t>(p); }
 
  private:
