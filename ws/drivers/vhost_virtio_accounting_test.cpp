@@ -252,8 +252,11 @@ TEST_F(VhostVirtioAccounting, StopDropsAndCountsWhatTheDeviceNeverSent) {
   std::uint32_t app_dropped = 0;
   ASSERT_EQ(send_all(*virtio_, pkts, app_dropped), 40u);
   const auto before = std::chrono::steady_clock::now();
+  ::testing::internal::CaptureStderr();
   virtio_->stop();
+  const std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(2));
+  EXPECT_NE(said.find("did not send 40 TX packets within 200 ms of the stop"), std::string::npos) << said;
   virtio_->release_mbufs();
   const PortStats v = virtio_->stats();
   EXPECT_EQ(v.opackets, 40u);

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "ws/core/arena.hpp"
+#include "ws/core/log.hpp"
 #include "ws/port/variant.hpp"
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/net_queues.hpp"
@@ -113,7 +114,9 @@ class VirtioNetPort : public Port {
   // completed, which were counted sent when the ring took them (a txonly run on a QEMU
   // virtio-net NIC lost its last burst that way, every frame counted and 32 never on the wire).
   void do_stop() override {
-    wait_for_tx(tx_stop_timeout);
+    if (const std::uint64_t held = wait_for_tx(tx_stop_timeout); held != 0)
+      log(LogLevel::notice, "{}: the device did not send {} TX packets within {} ms of the stop; they are dropped "
+          "(tx_q<N>_reset_dropped, oerrors)", name(), held, tx_stop_timeout.count());
     stop_device();
   }
   // TX packets the device still held are dropped and counted (they were counted sent); filled
@@ -171,17 +174,19 @@ class VirtioNetPort : public Port {
   // never completes them (a backend gone, a hung NIC) must not hold the stop for long.
   static constexpr std::chrono::milliseconds tx_stop_timeout{200};
   // Until every TX queue's chains are completed, or `timeout`, with the lcores kept out by each
-  // queue's gate.
-  void wait_for_tx(std::chrono::milliseconds timeout) {
+  // queue's gate. Returns the TX chains the device still holds.
+  std::uint64_t wait_for_tx(std::chrono::milliseconds timeout) {
     for (auto& q : txq_) q->gate.close();
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::uint64_t held = 0;
     for (;;) {
-      std::uint64_t held = 0;
+      held = 0;
       for (auto& q : txq_) held += q->reclaim_sent();
       if (held == 0 || std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     for (auto& q : txq_) q->gate.open();
+    return held;
   }
 
   // A packed ring cannot resume where an old device left it: once we reclaimed its used
