@@ -11,6 +11,7 @@ CI runs a few cycles of each; `scripts/soak` runs 100 (WS_SOAK_CYCLES).
 usage: vhost_soak_test.py --binary PATH [unittest options]"""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +38,20 @@ def rss_kib(pid):
 
 
 class Soak(vp.PairBase):
+    # Killed processes leave their telemetry sockets in their runtime directories: ours and
+    # dpdk-testpmd's get prefixes of this test's own, removed at the end.
+    PREFIXES = ("wssoak", "wssoakw")
+
+    def tearDown(self):
+        super().tearDown()
+        for prefix in self.PREFIXES:
+            shutil.rmtree(os.path.join("/var/run/dpdk", "{}{}".format(prefix, os.getpid())), ignore_errors=True)
+
+    @staticmethod
+    def ours():
+        """Our wirespeed-testpmd's EAL part: no hugepages, this test's runtime directory."""
+        return [BINARY, "--no-huge", "--file-prefix=wssoakw{}".format(os.getpid())]
+
     def rx_now(self, proc):
         """RX-packets of port 0 now, asked at proc's prompt."""
         seen = self.early.get(proc.pid, "").count("RX-missed")
@@ -74,7 +89,7 @@ class Soak(vp.PairBase):
             what, base_rss, last_rss))
 
     def frontends_come_and_go(self, frontend_cmd, what, settle):
-        vhost = self.start([BINARY, "--no-huge"] + vp.VHOST_LCORES +
+        vhost = self.start(self.ours() + vp.VHOST_LCORES +
                            ["--vdev", "net_vhost0,iface={}".format(self.sock), "--", "-i", "--forward-mode=io",
                             "--auto-start", "--nb-cores=1", "--summary-json",
                             os.path.join(self.tmp.name, "vhost.json")] + vp.POOL, stdin=subprocess.PIPE)
@@ -99,11 +114,11 @@ class Soak(vp.PairBase):
             what, CYCLES, samples[0][0], samples[-1][0], samples[0][1], samples[-1][1]), file=sys.stderr)
 
     def test_our_frontends_killed_and_restarted(self):
-        def ours(k):
+        def frontend(k):
             dev = "virtio_user0,path={},packed_vq={}".format(self.sock, k % 2)
-            return [BINARY, "--no-huge"] + vp.VIRTIO_LCORES + ["--vdev", dev, "--", "--forward-mode=mac",
-                                                               "--auto-start", "--tx-first", "--nb-cores=1"] + vp.POOL
-        self.frontends_come_and_go(ours, "our virtio_user", 20)
+            return self.ours() + vp.VIRTIO_LCORES + ["--vdev", dev, "--", "--forward-mode=mac", "--auto-start",
+                                                     "--tx-first", "--nb-cores=1"] + vp.POOL
+        self.frontends_come_and_go(frontend, "our virtio_user", 20)
 
     def test_dpdk_frontends_killed_and_restarted(self):
         testpmd_harness.require(self, vp.DPDK, "dpdk-testpmd is not installed (Debian package dpdk-dev)")
@@ -119,7 +134,7 @@ class Soak(vp.PairBase):
 
     def test_backends_killed_and_restarted_under_a_server_frontend(self):
         dev = "virtio_user0,path={},server=1,packed_vq=1,in_order=1".format(self.sock)
-        front = self.start([BINARY, "--no-huge"] + vp.VIRTIO_LCORES +
+        front = self.start(self.ours() + vp.VIRTIO_LCORES +
                            ["--vdev", dev, "--", "-i", "--forward-mode=flowgen", "--auto-start", "--nb-cores=1",
                             "--summary-json", os.path.join(self.tmp.name, "front.json")] + vp.POOL,
                            stdin=subprocess.PIPE)
@@ -127,7 +142,7 @@ class Soak(vp.PairBase):
         samples = []
         back = None
         for k in range(CYCLES):
-            back = self.start([BINARY, "--no-huge"] + vp.VHOST_LCORES +
+            back = self.start(self.ours() + vp.VHOST_LCORES +
                               ["--vdev", "net_vhost0,iface={},client=1".format(self.sock), "--",
                                "--forward-mode=io", "--auto-start", "--nb-cores=1", "--duration=120"] + vp.POOL)
             rx = self.rx_now(front)  # (the first answer comes once the frontend has its first backend)
