@@ -40,17 +40,17 @@ def rss_kib(pid):
 class Soak(vp.PairBase):
     # Killed processes leave their telemetry sockets in their runtime directories: ours and
     # dpdk-testpmd's get prefixes of this test's own, removed at the end.
-    PREFIXES = ("wssoak", "wssoakw")
+    OURS_PREFIX = "wssoakw{}".format(os.getpid())
+    DPDK_PREFIX = "wssoak{}".format(os.getpid())
 
     def tearDown(self):
         super().tearDown()
-        for prefix in self.PREFIXES:
-            shutil.rmtree(os.path.join("/var/run/dpdk", "{}{}".format(prefix, os.getpid())), ignore_errors=True)
+        for prefix in (self.OURS_PREFIX, self.DPDK_PREFIX):
+            shutil.rmtree(os.path.join("/var/run/dpdk", prefix), ignore_errors=True)
 
-    @staticmethod
-    def ours():
+    def ours(self):
         """Our wirespeed-testpmd's EAL part: no hugepages, this test's runtime directory."""
-        return [BINARY, "--no-huge", "--file-prefix=wssoakw{}".format(os.getpid())]
+        return [BINARY, "--no-huge", "--file-prefix=" + self.OURS_PREFIX]
 
     def rx_now(self, proc):
         """RX-packets of port 0 now, asked at proc's prompt."""
@@ -127,7 +127,7 @@ class Soak(vp.PairBase):
         def dpdk(k):
             dev = "virtio_user0,path={},packed_vq={}".format(self.sock, k % 2)
             return [vp.DPDK, "-m", "512", "--in-memory"] + vp.VIRTIO_LCORES + [
-                "--file-prefix=wssoak{}".format(os.getpid()), "--no-pci", "--single-file-segments", "--vdev", dev,
+                "--file-prefix=" + self.DPDK_PREFIX, "--no-pci", "--single-file-segments", "--vdev", dev,
                 "--", "--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"] + vp.POOL
         with vp.Hugepages():
             self.frontends_come_and_go(dpdk, "DPDK's virtio_user", 30)
