@@ -2,7 +2,7 @@
 # Debian packages with CPack, from what `cmake --install` puts (cmake/library.cmake):
 #   wirespeed      libwirespeed.so.MAJOR, wirespeed-testpmd, the guides and driver READMEs
 #   wirespeed-dev  headers, libwirespeed.so and .a, wirespeed.pc, the CMake package
-# scripts/package builds them (portable: -DWS_NATIVE=OFF, prefix /usr) and checks that they
+# scripts/package builds them (the x86-64-v2 baseline, prefix /usr) and checks that they
 # install and remove cleanly.
 set(CPACK_PACKAGE_NAME wirespeed)
 set(CPACK_PACKAGE_VENDOR wirespeed)

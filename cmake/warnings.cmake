@@ -1,30 +1,43 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Compiler flags shared by every wirespeed target (ws_flags is linked by each module).
-add_library(ws_flags INTERFACE)
-target_compile_options(ws_flags INTERFACE -Wall -Wextra -Wshadow -Wnon-virtual-dtor
-  -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wnull-dereference -Wformat=2)
+include(${CMAKE_CURRENT_LIST_DIR}/arch_check.cmake)
+set(ws_options -Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual
+  -Wnull-dereference -Wformat=2)
 if(WS_WERROR)
-  target_compile_options(ws_flags INTERFACE -Werror)
+  list(APPEND ws_options -Werror)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
     # GCC 12 reports -Wrestrict / -Wstringop-overflow inside libstdc++'s own std::string and
     # std::copy code at -O3 (GCC bugs 105329, 105651): still shown, not fatal.
-    target_compile_options(ws_flags INTERFACE -Wno-error=restrict -Wno-error=stringop-overflow)
+    list(APPEND ws_options -Wno-error=restrict -Wno-error=stringop-overflow)
   endif()
 endif()
+# The instruction sets every build assumes: a named baseline (x86-64-v2 unless WS_MARCH says
+# otherwise), never the build machine's, so that what builds and passes on one machine does on
+# every other, and the binary runs on any x86-64 server and in QEMU's TCG guests. Wider code is
+# compiled beside it and chosen at run time (ws/core/simd.hpp). WS_NATIVE is a user's opt-in for
+# tuning one machine.
 if(WS_NATIVE)
-  target_compile_options(ws_flags INTERFACE -march=native)
-elseif(WS_MARCH)
-  target_compile_options(ws_flags INTERFACE -march=${WS_MARCH})
+  list(APPEND ws_options -march=native)
+else()
+  list(APPEND ws_options -march=${WS_MARCH})
 endif()
 # Every function starts on a cache line, so a hot loop's layout does not depend on what else is
 # linked: with GCC's 16-byte default, two builds with identical hot instructions forwarded at
 # different rates (bench/README.md, capture_cost).
-target_compile_options(ws_flags INTERFACE -falign-functions=64)
-# The source root, and the build tree's include/ for generated headers (ws/version.hpp).
-target_include_directories(ws_flags INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/include)
+list(APPEND ws_options -falign-functions=64)
 # The library's objects are position-independent (cmake/library.cmake): calls between its own
 # functions need not go through the PLT, and the programs in this tree link them statically.
-target_compile_options(ws_flags INTERFACE -fno-semantic-interposition)
+list(APPEND ws_options -fno-semantic-interposition)
+add_library(ws_flags INTERFACE)
+target_compile_options(ws_flags INTERFACE ${ws_options})
+
+# The flags a source gets, all of them, through a probe that uses the dispatch attributes.
+string(TOUPPER "${CMAKE_BUILD_TYPE}" build_type)
+separate_arguments(ws_probe_flags UNIX_COMMAND "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${build_type}}")
+ws_check_build_flags(${CMAKE_CXX_COMPILER} ${ws_probe_flags} ${ws_options})
+
+# The source root, and the build tree's include/ for generated headers (ws/version.hpp).
+target_include_directories(ws_flags INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/include)
 
 # ws_test(NAME SOURCES... LIBS ...): one GoogleTest binary registered with CTest (not in an
 # `optimized` build: CMakeLists.txt, WS_TEST_SET).

@@ -12,9 +12,10 @@ filter-dump, and a kernel in a network namespace pings through a tap NIC. Rates 
 guest are reported (side by side with --with-dpdk; pci_guest_results.json in the work
 directory); TCG rates are no hardware rates, and nothing is gated on them.
 
-The guest binary must not use what TCG does not emulate (it emulates up to AVX2): the `test`
-preset's wirespeed-testpmd (-march=x86-64-v3), or the `portable` preset's, which main() builds
-first when given --source (a no-op when up to date).
+The guest binary must not use what TCG does not emulate (it emulates up to AVX2): the host
+tests' own wirespeed-testpmd (built for x86-64-v2; it picks its AVX2 code at run time in the
+guest), or the `portable` preset's, which main() builds first when given --source (a no-op when
+up to date).
 
 QEMU, the guest kernel (scripts/fetch-guest-kernel), busybox-static, dpdk-testpmd with
 --with-dpdk, and root for the tap NIC are needed: without them the tests skip, except under CI
