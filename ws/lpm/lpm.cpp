@@ -84,7 +84,7 @@ Result<std::unique_ptr<Lpm4>> Lpm4::create(const LpmConfig& config) {
 }
 
 Lpm4::Lpm4(const LpmConfig& config, std::unique_ptr<Arena> arena, std::uint32_t* tbl24, std::uint32_t* tbl8)
-    : config_(config), arena_(std::move(arena)), tbl24_(tbl24), tbl8_(tbl8), bulk_(LpmBulk::pick()),
+    : config_(config), arena_(std::move(arena)), tbl24_(tbl24), tbl8_(tbl8), bulk_(LpmBulk::pick(simd_level())),
       tbl8_groups_(config.tbl8_groups) {
   std::fill_n(tbl24_, tbl24_entries, empty);
   slots_.assign(std::bit_ceil(std::size_t{config.max_routes} * 2), RouteSlot{empty_key, 0});

@@ -91,7 +91,8 @@ class Lpm4 {
     return e & value_mask;
   }
   /// lookup() of n addresses into next_hops (lpm_no_route for a miss). Faster than n calls
-  /// for bursts: the first-level loads of the whole burst are issued before any is used.
+  /// for bursts: the first-level loads of the whole burst are issued before any is used. The
+  /// version (portable, AVX2, AVX-512) is the widest the SIMD level allowed at create().
   void lookup_bulk(const std::uint32_t* addrs, std::uint32_t* next_hops, std::size_t n) const noexcept {
     bulk_(*this, addrs, next_hops, n);
   }

@@ -95,10 +95,9 @@ void LpmBulk::portable(const Lpm4& t, const std::uint32_t* addrs, std::uint32_t*
 
 #pragma GCC diagnostic pop
 
-Lpm4::BulkFn LpmBulk::pick() noexcept {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return &LpmBulk::avx512;
-  if (__builtin_cpu_supports("avx2")) return &LpmBulk::avx2;
+Lpm4::BulkFn LpmBulk::pick(SimdLevel level) noexcept {
+  if (level >= SimdLevel::avx512) return &LpmBulk::avx512;
+  if (level >= SimdLevel::avx2) return &LpmBulk::avx2;
   return &LpmBulk::portable;
 }
 

@@ -12,6 +12,7 @@
 
 #include "ws/lpm/lpm.hpp"
 #include "ws/lpm/lpm_bulk.hpp"
+#include "ws/testing/simd_levels.hpp"
 
 namespace ws {
 namespace {
@@ -56,14 +57,14 @@ struct PerLength {
   }
 };
 
-// Checks single lookups and every bulk version this CPU runs (odd length: the vector tails)
-// against `ref`.
+// Checks single lookups and the bulk version of every SIMD level this CPU has (odd length: the
+// vector tails) against `ref`.
 template <class Ref>
 void check_lookups(const Lpm4& t, const Ref& ref, const std::vector<std::uint32_t>& addrs) {
   std::vector<std::pair<const char*, void (*)(const Lpm4&, const std::uint32_t*, std::uint32_t*, std::size_t) noexcept>>
-      versions = {{"portable", &LpmBulk::portable}};
-  if (__builtin_cpu_supports("avx2")) versions.emplace_back("avx2", &LpmBulk::avx2);
-  if (__builtin_cpu_supports("avx512f")) versions.emplace_back("avx512", &LpmBulk::avx512);
+      versions;
+  for (SimdLevel level : testing::cpu_simd_levels())
+    versions.emplace_back(simd_name(level).data(), LpmBulk::pick(level));
   std::vector<std::vector<std::uint32_t>> bulk(versions.size() + 1, std::vector<std::uint32_t>(addrs.size()));
   t.lookup_bulk(addrs.data(), bulk[0].data(), addrs.size());
   for (std::size_t v = 0; v < versions.size(); ++v) versions[v].second(t, addrs.data(), bulk[v + 1].data(), addrs.size());

@@ -121,19 +121,20 @@ __attribute__((target("avx512f,avx512bw,avx512vnni,bmi2"))) std::uint32_t raw_su
 }
 #pragma GCC diagnostic pop
 
-namespace {
-
-RawSumFn pick_raw_sum() noexcept {
-  __builtin_cpu_init();
+RawSumFn raw_sum_for(SimdLevel level) noexcept {
   // bench/net_vs_dpdk (WS_BENCH_ALL_SUMS=1) compares the versions on the machine at hand.
-  if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) return &raw_sum_avx512;
-  if (__builtin_cpu_supports("avx2")) return &raw_sum_avx2;
+  if (level >= SimdLevel::avx512 && __builtin_cpu_supports("avx512vnni")) return &raw_sum_avx512;
+  if (level >= SimdLevel::avx2) return &raw_sum_avx2;
   return &raw_sum_scalar;
 }
 
-}  // namespace
+RawSumFn raw_sum_best = &raw_sum_scalar;
 
-const RawSumFn raw_sum_best = pick_raw_sum();
+namespace {
+
+[[maybe_unused]] const bool raw_sum_hooked = (on_simd_level([](SimdLevel l) noexcept { raw_sum_best = raw_sum_for(l); }), true);
+
+}  // namespace
 
 const char* raw_sum_impl_name() noexcept {
   if (raw_sum_best == &raw_sum_avx512) return "avx512";

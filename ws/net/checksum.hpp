@@ -2,7 +2,8 @@
 // Internet checksums (RFC 1071): raw one's-complement sums, IPv4 header, TCP/UDP over IPv4 and
 // IPv6 with the pseudo-header (RFC 768, RFC 9293 §3.1, RFC 8200 §8.1), incremental update
 // (RFC 1624), and RX verification into mbuf flags. The bulk sum has a scalar reference and
-// AVX2/AVX-512 versions; the fastest the CPU supports is chosen once, at load time.
+// AVX2/AVX-512 versions; the widest the SIMD level allows is chosen when the level is set
+// (ws/core/simd.hpp).
 #pragma once
 #include <bit>
 #include <cstddef>
@@ -13,6 +14,7 @@
 #endif
 
 #include "ws/core/mbuf.hpp"
+#include "ws/core/simd.hpp"
 #include "ws/net/headers.hpp"
 
 namespace ws {
@@ -36,8 +38,11 @@ std::uint32_t raw_sum_avx512(const void* data, std::size_t len, std::uint32_t su
 
 /// A raw_sum implementation.
 using RawSumFn = std::uint32_t (*)(const void*, std::size_t, std::uint32_t) noexcept;
-/// Chosen once when the library loads; never changes afterwards.
-extern const RawSumFn raw_sum_best;
+/// The widest version the SIMD level (ws/core/simd.hpp) allows; set with the level, on the
+/// control path, never while lcores forward.
+extern RawSumFn raw_sum_best;
+/// The version for `level` (scalar below AVX2; AVX-512 needs VNNI as well).
+RawSumFn raw_sum_for(SimdLevel level) noexcept;
 /// Name of the chosen implementation ("avx512", "avx2", "scalar").
 const char* raw_sum_impl_name() noexcept;
 

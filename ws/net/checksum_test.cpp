@@ -11,6 +11,7 @@
 
 #include "ws/net/packet_builder.hpp"
 #include "ws/net/ptype.hpp"
+#include "ws/testing/simd_levels.hpp"
 
 namespace ws {
 namespace {
@@ -32,37 +33,33 @@ FrameSpec mixed_frame(int i, std::mt19937& rng, std::uint32_t max_payload) {
   return s;
 }
 
+// Every level this CPU has (ws/core/simd.hpp): raw_sum_for(level), and raw_sum_best and the
+// inline raw_sum once the level is set, against the scalar reference.
 TEST(Checksum, VectorSumsMatchTheReference) {
   std::mt19937 rng(1);
-  const bool avx2 = __builtin_cpu_supports("avx2");
-  const bool avx512 = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
-  for (std::size_t len = 0; len < 2100; len += (len < 300 ? 1 : 37)) {
-    for (std::size_t align = 0; align < 4; ++align) {
-      auto buf = random_bytes(rng, len + align);
-      const std::uint8_t* p = buf.data() + align;
-      const std::uint32_t seed = rng() & 0xffff;
-      const std::uint16_t ref = fold_sum(raw_sum_scalar(p, len, seed));
-      EXPECT_EQ(fold_sum(raw_sum(p, len, seed)), ref) << len;
-      EXPECT_EQ(fold_sum(raw_sum_best(p, len, seed)), ref) << len;
-      if (avx2) {
-        EXPECT_EQ(fold_sum(raw_sum_avx2(p, len, seed)), ref) << len;
-      }
-      if (avx512) {
-        EXPECT_EQ(fold_sum(raw_sum_avx512(p, len, seed)), ref) << len;
+  for (SimdLevel level : testing::cpu_simd_levels()) {
+    testing::ScopedSimdLevel scope(level);
+    const RawSumFn sum = raw_sum_for(level);
+    EXPECT_EQ(raw_sum_best, sum) << simd_name(level);
+    for (std::size_t len = 0; len < 2100; len += (len < 300 ? 1 : 37)) {
+      for (std::size_t align = 0; align < 4; ++align) {
+        auto buf = random_bytes(rng, len + align);
+        const std::uint8_t* p = buf.data() + align;
+        const std::uint32_t seed = rng() & 0xffff;
+        const std::uint16_t ref = fold_sum(raw_sum_scalar(p, len, seed));
+        EXPECT_EQ(fold_sum(raw_sum(p, len, seed)), ref) << simd_name(level) << " " << len;
+        EXPECT_EQ(fold_sum(sum(p, len, seed)), ref) << simd_name(level) << " " << len;
       }
     }
+    // All-ones data: the worst case for carries.
+    std::vector<std::uint8_t> ff(65535, 0xff);
+    std::vector<std::uint8_t> zero(65535, 0);
+    EXPECT_EQ(fold_sum(sum(ff.data(), ff.size(), 0)), fold_sum(raw_sum_scalar(ff.data(), ff.size()))) << simd_name(level);
+    EXPECT_EQ(fold_sum(sum(zero.data(), zero.size(), 0)), 0) << simd_name(level);
   }
-  // All-ones data: the worst case for carries.
-  std::vector<std::uint8_t> ff(65535, 0xff);
-  const std::uint16_t ref = fold_sum(raw_sum_scalar(ff.data(), ff.size()));
-  std::vector<std::uint8_t> zero(65535, 0);
-  if (avx2) {
-    EXPECT_EQ(fold_sum(raw_sum_avx2(ff.data(), ff.size())), ref);
-    EXPECT_EQ(fold_sum(raw_sum_avx2(zero.data(), zero.size())), 0);
-  }
-  if (avx512) {
-    EXPECT_EQ(fold_sum(raw_sum_avx512(ff.data(), ff.size())), ref);
-  }
+  EXPECT_EQ(raw_sum_for(SimdLevel::scalar), &raw_sum_scalar);
+  EXPECT_EQ(raw_sum_for(SimdLevel::sse), &raw_sum_scalar);
+  if (cpu_simd_level() >= SimdLevel::avx2) EXPECT_EQ(raw_sum_for(SimdLevel::avx2), &raw_sum_avx2);
   RecordProperty("impl", raw_sum_impl_name());
 }
 
