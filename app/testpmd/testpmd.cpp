@@ -500,7 +500,7 @@ void Testpmd::launch_lcores() {
     const auto cfg = *std::find_if(eal_.lcores.begin(), eal_.lcores.end(),
                                    [&](const LcoreConfig& l) { return l.id == lc->lcore_id; });
     FwdLcore* raw = lc.get();
-    LcoreLoopFn loop = engine_->loop;
+    LcoreLoopFn loop = engine_->loop(simd_level());
     lcores_.emplace_back(cfg, [raw, loop] { loop(*raw); });
   }
 }

@@ -11,6 +11,7 @@
 
 #include "ws/core/mbuf.hpp"
 #include "ws/core/result.hpp"
+#include "ws/core/simd.hpp"
 #include "ws/net/ether.hpp"
 #include "ws/net/rss.hpp"
 #include "ws/port/burst.hpp"
@@ -47,6 +48,47 @@ template <RxQueue Q>
 template <TxQueue Q>
 [[gnu::hot]] std::uint16_t tx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->tx_burst(pkts, n);
+}
+
+// The same, built for AVX2 and AVX-512 (ws/core/simd.hpp): flatten inlines the whole burst, the
+// driver's code and the ring, mempool and mbuf helpers it calls, so all of it is compiled for
+// the wider instruction set. What is not inlined (out-of-line slow paths) is called at the
+// baseline, which every CPU runs.
+template <RxQueue Q>
+[[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] std::uint16_t rx_trampoline_avx2(QueueBase* q, Mbuf** pkts,
+                                                                           std::uint16_t n) noexcept {
+  return static_cast<Q*>(q)->rx_burst(pkts, n);
+}
+template <RxQueue Q>
+[[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] std::uint16_t rx_trampoline_avx512(QueueBase* q, Mbuf** pkts,
+                                                                               std::uint16_t n) noexcept {
+  return static_cast<Q*>(q)->rx_burst(pkts, n);
+}
+template <TxQueue Q>
+[[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] std::uint16_t tx_trampoline_avx2(QueueBase* q, Mbuf** pkts,
+                                                                           std::uint16_t n) noexcept {
+  return static_cast<Q*>(q)->tx_burst(pkts, n);
+}
+template <TxQueue Q>
+[[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] std::uint16_t tx_trampoline_avx512(QueueBase* q, Mbuf** pkts,
+                                                                               std::uint16_t n) noexcept {
+  return static_cast<Q*>(q)->tx_burst(pkts, n);
+}
+
+/// The RX burst function of queue type Q built for `level`: what a port publishes when it
+/// starts, so the choice is made once per start, never per burst.
+template <RxQueue Q>
+BurstFn rx_burst_fn(SimdLevel level) noexcept {
+  if (level >= SimdLevel::avx512) return &rx_trampoline_avx512<Q>;
+  if (level >= SimdLevel::avx2) return &rx_trampoline_avx2<Q>;
+  return &rx_trampoline<Q>;
+}
+/// As rx_burst_fn, for TX queue type Q.
+template <TxQueue Q>
+BurstFn tx_burst_fn(SimdLevel level) noexcept {
+  if (level >= SimdLevel::avx512) return &tx_trampoline_avx512<Q>;
+  if (level >= SimdLevel::avx2) return &tx_trampoline_avx2<Q>;
+  return &tx_trampoline<Q>;
 }
 
 /// TX offloads, with DPDK's RTE_ETH_TX_OFFLOAD_* bit values. A device advertises the ones it
@@ -191,12 +233,12 @@ class Port {
   /// Called by do_start() for every queue.
   template <RxQueue Q>
   void publish_rx(std::uint16_t queue, Q* q) {
-    rx_table_[queue] = {&rx_trampoline<Q>, q};
+    rx_table_[queue] = {rx_burst_fn<Q>(simd_level()), q};
   }
   /// As publish_rx, for TX queue `queue`.
   template <TxQueue Q>
   void publish_tx(std::uint16_t queue, Q* q) {
-    tx_table_[queue] = {&tx_trampoline<Q>, q};
+    tx_table_[queue] = {tx_burst_fn<Q>(simd_level()), q};
   }
   /// A queue made by make_rx_variant/make_tx_variant (variant.hpp): its entry() carries the
   /// burst function of its exact type.

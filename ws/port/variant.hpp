@@ -15,7 +15,7 @@ namespace ws {
 template <class Base>
 struct QueueVariant {
   std::unique_ptr<Base> queue;
-  BurstFn burst = nullptr;  // rx_trampoline/tx_trampoline of the instance's own type
+  BurstFn burst = nullptr;  // rx_burst_fn/tx_burst_fn of the instance's own type, for the SIMD level
 
   Base* operator->() const noexcept { return queue.get(); }
   Base& operator*() const noexcept { return *queue; }
@@ -36,9 +36,9 @@ QueueVariant<Base> pick_variant(const std::array<bool, N>& flags) {
     QueueVariant<Base> v;
     v.queue = std::make_unique<T>();
     if constexpr (W == Way::rx) {
-      v.burst = &rx_trampoline<T>;
+      v.burst = rx_burst_fn<T>(simd_level());
     } else {
-      v.burst = &tx_trampoline<T>;
+      v.burst = tx_burst_fn<T>(simd_level());
     }
     return v;
   } else {

@@ -13,6 +13,7 @@
 
 #include "ws/core/cpu.hpp"
 #include "ws/core/mbuf.hpp"
+#include "ws/core/simd.hpp"
 #include "ws/net/ether.hpp"
 #include "ws/net/rss.hpp"
 #include "ws/port/port.hpp"
@@ -121,13 +122,17 @@ using LcoreLoopFn = void (*)(FwdLcore&);
 
 struct Engine {
   std::string_view name;
-  LcoreLoopFn loop;        // runs until FwdLcore::stop
+  // Runs until FwdLcore::stop; one build per SIMD level (ws/core/simd.hpp), indexed by it.
+  std::array<LcoreLoopFn, simd_level_count> loops;
   ForwardFn forward_once;  // one burst (used by --tx-first with txonly)
+
+  // The loop built for `level`.
+  LcoreLoopFn loop(SimdLevel level) const noexcept { return loops[static_cast<std::size_t>(level)]; }
 };
 
 // The lcore loop for engine function F: poll every stream, round after round.
 template <ForwardFn F>
-[[gnu::hot]] void lcore_loop(FwdLcore& lc) {
+[[gnu::hot, gnu::always_inline]] inline void lcore_loop_body(FwdLcore& lc) {
   Stream* const* streams = lc.streams.data();
   const std::size_t n = lc.streams.size();
   if (lc.record_cycles) {
@@ -155,9 +160,25 @@ template <ForwardFn F>
   }
 }
 
+// The loop at the baseline, and built for AVX2 and AVX-512: flatten inlines the engine's
+// per-burst function and the helpers it calls (the ports' burst functions are calls through the
+// burst table, each built for the same level when the port started).
+template <ForwardFn F>
+[[gnu::hot]] void lcore_loop(FwdLcore& lc) {
+  lcore_loop_body<F>(lc);
+}
+template <ForwardFn F>
+[[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] void lcore_loop_avx2(FwdLcore& lc) {
+  lcore_loop_body<F>(lc);
+}
+template <ForwardFn F>
+[[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] void lcore_loop_avx512(FwdLcore& lc) {
+  lcore_loop_body<F>(lc);
+}
+
 template <ForwardFn F>
 constexpr Engine make_engine(std::string_view name) {
-  return Engine{name, &lcore_loop<F>, F};
+  return Engine{name, {&lcore_loop<F>, &lcore_loop<F>, &lcore_loop_avx2<F>, &lcore_loop_avx512<F>}, F};
 }
 
 // Free what TX did not take and count it as dropped.
