@@ -479,5 +479,56 @@ class BadInput(TestpmdCase):
                                                              "--total-num-mbufs"])
 
 
+def cpu_simd_bits():
+    """The widest SIMD level this CPU has, as ws/core/simd.cpp reads it from CPUID."""
+    with open("/proc/cpuinfo") as f:
+        flags = set(next(l for l in f if l.startswith("flags")).split(":", 1)[1].split())
+    if {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= flags:
+        return 512
+    if {"avx2", "bmi1", "bmi2", "fma", "f16c", "movbe"} <= flags:
+        return 256
+    return 128
+
+
+class SimdLevels(TestpmdCase):
+    """--force-max-simd-bitwidth (DPDK's EAL option): each width this CPU has forwards exactly and
+    is reported at info level; a width above the CPU's is refused, never run as a narrower one.
+    Registered in the optimized build too (testpmd_simd), where the levels' code differs most."""
+
+    NAMES = {64: "scalar", 128: "sse4.2", 256: "avx2", 512: "avx512"}
+
+    def test_each_width_forwards_exactly_or_is_refused(self):
+        cpu = cpu_simd_bits()
+        for bits in (64, 128, 256, 512):
+            for mode, ports, extra in (("csum", ["--vdev", "net_ring0", "--vdev", "net_ring1"], ["--tx-first"]),
+                                       ("macswap", NULL2, [])):
+                with self.subTest(bits=bits, mode=mode):
+                    eal = EAL + ["--log-level=info", "--force-max-simd-bitwidth={}".format(bits)] + ports
+                    run = self.run_testpmd(eal, ["--forward-mode=" + mode, "--duration", "0.5"] + extra + POOL)
+                    if bits > cpu:
+                        self.assertEqual(run.returncode, 2, run.describe())
+                        self.assertIn("--force-max-simd-bitwidth {}".format(bits), run.stderr, run.describe())
+                        self.assertIn("it lacks", run.stderr, run.describe())
+                        self.assertIsNone(run.summary, run.describe())
+                        continue
+                    s = self.assert_clean_run(run)
+                    self.assertGreater(s["totals"]["tx_packets"], 0, run.describe())
+                    self.assertIn("SIMD level {} ({} bits".format(self.NAMES[bits], bits), run.stderr, run.describe())
+
+    def test_without_the_option_the_cpus_widest_is_used(self):
+        run = self.run_testpmd(EAL + ["--log-level=info"] + NULL2, ["--forward-mode=io", "--duration", "0.3"] + POOL)
+        self.assert_clean_run(run)
+        bits = cpu_simd_bits()
+        self.assertIn("SIMD level {} ({} bits; this CPU has {})".format(self.NAMES[bits], bits, self.NAMES[bits]),
+                      run.stderr, run.describe())
+
+    def test_widths_dpdk_refuses_are_refused(self):
+        for value in ("100", "32", "65536", "wide"):
+            with self.subTest(value=value):
+                run = self.run_testpmd(EAL + ["--force-max-simd-bitwidth=" + value] + NULL2, ["--duration", "0.3"])
+                self.assertEqual(run.returncode, 2, run.describe())
+                self.assertIn("--force-max-simd-bitwidth", run.stderr, run.describe())
+
+
 if __name__ == "__main__":
     testpmd_harness.main(sys.modules[__name__])

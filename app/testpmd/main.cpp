@@ -18,6 +18,7 @@
 #include "app/testpmd/telemetry.hpp"
 #include "app/testpmd/telemetry_metrics.hpp"
 #include "app/testpmd/testpmd.hpp"
+#include "ws/eal/eal.hpp"
 
 namespace {
 
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
   auto app = parse_app_args(app_args);
   if (!app) return usage_error(app.error().message);
   set_log_level(eal->log_level);
+  if (auto simd = apply_simd_option(*eal); !simd) return usage_error(simd.error().message);
   // Without SA_RESTART (which std::signal implies on glibc): the signal must interrupt the
   // prompt's blocking read of stdin, or -i would ignore Ctrl-C until the next line.
   struct sigaction on_stop {};

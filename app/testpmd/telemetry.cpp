@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ws/core/log.hpp"
+#include "ws/core/simd.hpp"
 
 namespace ws::testpmd {
 namespace {
@@ -45,6 +46,7 @@ constexpr TelemetryCommand commands[] = {
     {"/ethdev/stats", "Returns the common stats for a port. Parameters: int port_id"},
     {"/ethdev/xstats", "Returns the extended stats for a port. Parameters: int port_id"},
     {"/ethdev/link_status", "Returns the link status for a port. Parameters: int port_id"},
+    {"/wirespeed/simd", "Returns the SIMD level dispatch uses and the CPU's widest. Takes no parameters"},
 };
 
 Json info_json() { return Json{{"version", version_text}, {"pid", getpid()}, {"max_output_len", max_output_len}}; }
@@ -134,6 +136,9 @@ std::optional<Json> answer(Testpmd& tp, std::string_view cmd, std::optional<std:
     return std::nullopt;
   }
   if (cmd == "/eal/params" || cmd == "/eal/app_params") return Json(cmd == "/eal/params" ? eal_args : app_args);
+  if (cmd == "/wirespeed/simd")
+    return Json{{"level", simd_name(simd_level())}, {"bits", simd_bits(simd_level())},
+                {"cpu_level", simd_name(cpu_simd_level())}, {"cpu_bits", simd_bits(cpu_simd_level())}};
   std::lock_guard lock(tp.control_mutex());  // a port may be reconfigured from the prompt
   if (cmd == "/ethdev/list") {
     Json ids = Json::array();

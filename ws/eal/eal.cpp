@@ -30,8 +30,19 @@ SplitArgs split_args(int argc, const char* const* argv) {
   return out;
 }
 
+Result<SimdLevel> apply_simd_option(const EalOptions& options) {
+  if (options.max_simd_bitwidth != 0) {
+    if (auto ok = set_max_simd_bitwidth(options.max_simd_bitwidth); !ok) return std::unexpected(ok.error());
+  }
+  const SimdLevel level = simd_level();
+  log(LogLevel::info, "EAL: SIMD level {} ({} bits; this CPU has {}{})", simd_name(level), simd_bits(level),
+      simd_name(cpu_simd_level()), options.max_simd_bitwidth ? ", capped by --force-max-simd-bitwidth" : "");
+  return level;
+}
+
 Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_bytes) {
   set_log_level(options.log_level);
+  if (auto ok = apply_simd_option(options); !ok) return std::unexpected(ok.error());
   auto eal = std::unique_ptr<Eal>(new Eal(std::move(options)));
   const EalOptions& o = eal->options_;
   // PCI devices need physical addresses and their own start-up order (wirespeed-testpmd's

@@ -13,6 +13,7 @@
 #include "ws/core/arena.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/core/result.hpp"
+#include "ws/core/simd.hpp"
 #include "ws/eal/eal_args.hpp"
 #include "ws/port/driver.hpp"
 #include "ws/port/port.hpp"
@@ -27,6 +28,10 @@ struct SplitArgs {
 
 /// Splits `argv` (argv[0] excluded) at the first "--"; without one, everything is EAL.
 SplitArgs split_args(int argc, const char* const* argv);
+
+/// Sets the SIMD level that dispatch uses (ws/core/simd.hpp) from --force-max-simd-bitwidth and
+/// logs the choice at info level. Refused when the option names a level this CPU lacks.
+Result<SimdLevel> apply_simd_option(const EalOptions& options);
 
 /// The environment an application runs in: memory, drivers, ports and lcores, created from
 /// EalOptions. Owns everything it creates; ports are stopped and destroyed before the pools

@@ -96,7 +96,8 @@ Result<void> check_pci_devargs(std::string_view option, std::string_view v) {
 std::string eal_usage() {
   return "EAL options: -l LIST | -c MASK | --lcores MAP, --main-lcore N, --vdev DEVICE (repeatable), "
          "-a|-w PCI_ADDRESS[,key=value...] (repeatable), -b PCI_ADDRESS (repeatable), --no-pci, --iova-mode pa|va, "
-         "--no-huge, -m MB | --socket-mem MB[,MB], --file-prefix NAME, --log-level LEVEL, and accepted for "
+         "--no-huge, -m MB | --socket-mem MB[,MB], --file-prefix NAME, --log-level LEVEL, --force-max-simd-bitwidth "
+         "64|128|256|512, and accepted for "
          "compatibility: --in-memory, --single-file-segments, -n N, --huge-dir DIR";
 }
 
@@ -147,6 +148,14 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
       } else {
         return fail("--iova-mode '{}': expected pa (physical addresses, for devices on uio_pci_generic) or va", v);
       }
+    } else if (c.take("--force-max-simd-bitwidth", v)) {
+      auto n = parse_size("--force-max-simd-bitwidth", v);
+      if (!n) return std::unexpected(n.error());
+      if (*n < 64 || *n > 32768 || (*n & (*n - 1)) != 0)
+        return fail("--force-max-simd-bitwidth '{}': expected 64, 128, 256 or 512 (a power of two from 64 to 32768; "
+                    "above 512 means no cap)",
+                    v);
+      o.max_simd_bitwidth = static_cast<unsigned>(*n);
     } else if (c.take("--no-telemetry", v, false)) {
       o.telemetry = false;
     } else if (c.take("--no-huge", v, false)) {

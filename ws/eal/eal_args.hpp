@@ -33,6 +33,9 @@ struct EalOptions {
   std::string file_prefix = "rte";  ///< --file-prefix: names the arena and runtime files
   bool telemetry = true;  ///< --no-telemetry: no telemetry socket (for applications serving one)
   LogLevel log_level = LogLevel::notice;  ///< --log-level
+  /// --force-max-simd-bitwidth: 64, 128, 256 or 512 caps the SIMD level dispatch picks
+  /// (ws/core/simd.hpp); 0, the default, leaves the CPU's.
+  unsigned max_simd_bitwidth = 0;
 };
 
 /// Parses args (without argv[0]). Errors name the option, the value and what is accepted.
