@@ -194,5 +194,43 @@ TEST_F(PtypeMbufTest, MultiSegmentHeaders) {
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 
+
+// classify_outer_fast parses the common frame inline and hands every other to classify_outer:
+// both set the same fields over frames of every shape, truncated at every length and with
+// fragment bits, bad versions and lengths, each starting from garbage in the fields.
+TEST_F(PtypeMbufTest, FastOuterClassifyMatchesTheWalk) {
+  std::vector<FrameSpec> specs;
+  for (std::uint8_t proto : {ip_proto_udp, ip_proto_tcp, ip_proto_icmp, std::uint8_t{47}})
+    for (bool v6 : {false, true})
+      for (std::uint8_t tags : {0, 1})
+        for (std::uint8_t words : {0, 1}) specs.push_back({.ipv6 = v6, .l4_proto = proto, .vlan_tags = tags,
+                                                          .ipv4_option_words = words, .tcp_option_words = words});
+  std::mt19937 rng(7);
+  std::size_t fast_frames = 0;
+  for (const FrameSpec& spec : specs) {
+    const BuiltFrame f = build_frame(spec);
+    for (std::size_t len = 0; len <= f.bytes.size(); ++len) {
+      std::vector<std::uint8_t> b(f.bytes.begin(), f.bytes.begin() + static_cast<std::ptrdiff_t>(len));
+      if (len > 20 && rng() % 4 == 0) b[14 + rng() % 8] = static_cast<std::uint8_t>(rng());  // version, lengths, flags
+      Mbuf* m = pool_->alloc();
+      ASSERT_NE(m, nullptr);
+      if (!b.empty()) std::memcpy(m->append(static_cast<std::uint16_t>(b.size())), b.data(), b.size());
+      m->tx_offload = ~0ULL;
+      m->packet_type = ~0u;
+      classify_outer(*m);
+      const std::uint64_t want_word = m->tx_offload;
+      const std::uint32_t want_type = m->packet_type;
+      m->tx_offload = rng();
+      m->packet_type = static_cast<std::uint32_t>(rng());
+      classify_outer_fast(*m);
+      EXPECT_EQ(m->tx_offload, want_word) << "spec " << &spec - specs.data() << " length " << len;
+      EXPECT_EQ(m->packet_type, want_type) << "spec " << &spec - specs.data() << " length " << len;
+      fast_frames += want_type == (ptype::l2_ether | ptype::l3_ipv4 | ptype::l4_udp);
+      mbuf_free(m);
+    }
+  }
+  EXPECT_GT(fast_frames, 10u) << "the common frame was among those compared";
+}
+
 }  // namespace
 }  // namespace ws

@@ -73,6 +73,20 @@ inline void process_checksums(const CsumConfig& cfg, Mbuf* m) noexcept {
     m->ol_flags |= flags | (tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
     return;
   }
+  const std::uint32_t l4_len = m->pkt_len - l4_off;
+  if (m->next == nullptr && l4_off + l4_len <= m->data_len && (flags & mbuf_flag::tx_ip_cksum) == 0) [[likely]] {
+    // One segment: summed inline, over the old field, which is taken out after (as
+    // apply_tx_checksums, which walks segments, does); the same result.
+    const std::uint32_t pseudo = ipv4 ? ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len)
+                                      : ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len,
+                                                        tcp ? ip_proto_tcp : ip_proto_udp);
+    auto c = static_cast<std::uint16_t>(
+        ~fold_sum(std::uint64_t{raw_sum(m->data() + l4_off, l4_len)} + pseudo + (0xffffu - stored)));
+    if (c == 0 && !tcp) c = 0xffff;  // RFC 768
+    std::memcpy(field, &c, 2);
+    m->ol_flags |= flags;
+    return;
+  }
   m->ol_flags |= flags | (tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
   apply_tx_checksums(*m);  // clears the request it fulfils
 }
@@ -89,7 +103,7 @@ std::uint16_t csum_forward(Stream& s) noexcept {
   for (std::uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) prefetch0(pkts[i + 1]->data());
     Mbuf* m = pkts[i];
-    classify_outer(*m);
+    classify_outer_fast(*m);
     count_rx_verdict(s, m);
     m->ol_flags &= mbuf_flag::indirect | mbuf_flag::rx_rss_hash;
     if (m->data_len >= sizeof(EtherHdr)) {
