@@ -61,7 +61,7 @@ endforeach()
 set(ws_public_headers
   ws/wirespeed.hpp
   ws/core/arena.hpp ws/core/copy.hpp ws/core/cpu.hpp ws/core/devargs.hpp ws/core/lcore.hpp ws/core/log.hpp
-  ws/core/mbuf.hpp ws/core/mempool.hpp ws/core/result.hpp ws/core/ring.hpp
+  ws/core/mbuf.hpp ws/core/mempool.hpp ws/core/result.hpp ws/core/ring.hpp ws/core/simd.hpp
   ws/net/checksum.hpp ws/net/ether.hpp ws/net/headers.hpp ws/net/ptype.hpp ws/net/rss.hpp
   ws/pci/address.hpp
   ws/port/burst.hpp ws/port/driver.hpp ws/port/port.hpp ws/port/stats.hpp

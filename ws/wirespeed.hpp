@@ -12,6 +12,7 @@
 #include "ws/core/mempool.hpp"
 #include "ws/core/result.hpp"
 #include "ws/core/ring.hpp"
+#include "ws/core/simd.hpp"
 #include "ws/drivers/builtin.hpp"
 #include "ws/eal/eal.hpp"
 #include "ws/eal/eal_args.hpp"
