@@ -306,7 +306,8 @@ class PciGuest(unittest.TestCase):
         allow = " ".join("-a " + bdf(s) for s in slots)
         app = " ".join(POOL + app + ["--stats-period=1"])
         if kind == "ours":
-            return ("wirespeed-testpmd -l 0-1 -n 4 --file-prefix=ws {} -- {} --duration={} --summary-json=/tmp/s.json; "
+            return ("wirespeed-testpmd -l 0-1 -n 4 --file-prefix=ws --log-level=info {} -- {} --duration={} "
+                    "--summary-json=/tmp/s.json; "
                     "rc=$?; echo \"@@json $(tr -d '\\n' < /tmp/s.json)\"; rm -f /tmp/s.json; exit $rc").format(
                         allow, app, seconds)
         plugins = " ".join("-d " + os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS)
@@ -333,6 +334,11 @@ class PciGuest(unittest.TestCase):
         run = Run(kind, out)
         if kind == "ours":
             self.assertEqual(rc, 0, out[-3000:])
+            # The host tests' binary (x86-64-v2) picks its AVX2 code under TCG, which emulates up
+            # to AVX2 (QEMU 7.2's -cpu max), and never AVX-512.
+            level = re.search(r"EAL: SIMD level (\S+) ", out)
+            self.assertIsNotNone(level, out[-3000:])
+            self.assertEqual(level.group(1), "avx2", out[-3000:])
             self.assertIsNotNone(run.summary, out[-3000:])
             self.assertTrue(run.summary["pool_audit_ok"], out[-2000:])
             self.assertTrue(run.summary["accounting_exact"], json.dumps(run.summary["totals"]))

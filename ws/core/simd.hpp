@@ -23,6 +23,7 @@ enum class SimdLevel : std::uint8_t {
   avx2,    ///< 256 bits: x86-64-v3 (AVX2, BMI1/2, FMA, LZCNT, MOVBE)
   avx512,  ///< 512 bits: x86-64-v4 (AVX-512 F, BW, CD, DQ, VL)
 };
+/// How many levels there are (tables indexed by SimdLevel).
 inline constexpr int simd_level_count = 4;
 
 /// 64, 128, 256 or 512.

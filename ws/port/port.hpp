@@ -54,21 +54,25 @@ template <TxQueue Q>
 // driver's code and the ring, mempool and mbuf helpers it calls, so all of it is compiled for
 // the wider instruction set. What is not inlined (out-of-line slow paths) is called at the
 // baseline, which every CPU runs.
+/// rx_trampoline built for AVX2.
 template <RxQueue Q>
 [[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] std::uint16_t rx_trampoline_avx2(QueueBase* q, Mbuf** pkts,
                                                                            std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->rx_burst(pkts, n);
 }
+/// rx_trampoline built for AVX-512.
 template <RxQueue Q>
 [[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] std::uint16_t rx_trampoline_avx512(QueueBase* q, Mbuf** pkts,
                                                                                std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->rx_burst(pkts, n);
 }
+/// tx_trampoline built for AVX2.
 template <TxQueue Q>
 [[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] std::uint16_t tx_trampoline_avx2(QueueBase* q, Mbuf** pkts,
                                                                            std::uint16_t n) noexcept {
   return static_cast<Q*>(q)->tx_burst(pkts, n);
 }
+/// tx_trampoline built for AVX-512.
 template <TxQueue Q>
 [[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] std::uint16_t tx_trampoline_avx512(QueueBase* q, Mbuf** pkts,
                                                                                std::uint16_t n) noexcept {
