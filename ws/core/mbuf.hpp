@@ -151,6 +151,9 @@ inline constexpr std::uint16_t mbuf_max_burst = 512;
 namespace detail {
 // The last reference dropped (an indirect mbuf detached): whether m goes back to its pool.
 bool mbuf_release_shared(Mbuf* m) noexcept;
+// `refs` references to direct mbuf m dropped at once: whether they were the last (m then holds
+// refcnt 1 again, ready for its pool).
+bool mbuf_release_refs(Mbuf* m, std::uint16_t refs) noexcept;
 }
 
 /// Decide whether the last reference to segment `m` is being dropped; if so, detach it (for an

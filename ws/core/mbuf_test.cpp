@@ -460,5 +460,35 @@ TEST_F(MbufTest, FreeBulkAcrossTwoPools) {
   mbuf_free_bulk({});
 }
 
+// flowgen's clones: the same mbuf n times in a row in one burst, its reference count n. A run is
+// released in one step; one whose mbuf is also held elsewhere leaves it to the last holder.
+TEST_F(MbufTest, FreeBulkReleasesARunOfTheSameMbufAtOnce) {
+  Mbuf* a = packet(*pool_, 10, 1);
+  Mbuf* b = packet(*pool_, 10, 2);
+  Mbuf* c = packet(*pool_, 10, 3);
+  ASSERT_TRUE(a && b && c);
+  a->refcnt.store(3);
+  b->refcnt.store(5);  // 3 references in the burst, 2 held elsewhere
+  std::vector<Mbuf*> burst = {a, a, a, b, b, b, c};
+  mbuf_free_bulk(burst);
+  EXPECT_EQ(pool_->in_use(), 1u) << "a and c went back; b is still held";
+  EXPECT_EQ(b->refcnt.load(), 2u);
+  std::vector<Mbuf*> rest = {b, b};
+  mbuf_free_bulk(rest);
+  EXPECT_EQ(pool_->in_use(), 0u);
+  Mbuf* again = pool_->alloc();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->refcnt.load(), 1u) << "a freed mbuf holds 1";
+  mbuf_free(again);
+  // Not adjacent: each reference is dropped on its own.
+  Mbuf* d = packet(*pool_, 10, 4);
+  Mbuf* e = packet(*pool_, 10, 5);
+  ASSERT_TRUE(d && e);
+  d->refcnt.store(2);
+  std::vector<Mbuf*> apart = {d, e, d};
+  mbuf_free_bulk(apart);
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace ws

@@ -58,21 +58,28 @@ std::uint16_t flowgen_forward(Stream& s) noexcept {
   std::uint32_t flow = s.next_flow;
   std::uint16_t n = 0;
   std::uint16_t clones = 0;
+  std::uint16_t refs = 0;  // of pkt, in this burst
   Mbuf* pkt = nullptr;
   for (; n < c.burst; ++n) {
     if (n == 0 || clones == 0) {
+      if (pkt) pkt->refcnt.store(refs, std::memory_order_relaxed);
       clones = clones_max;
-      if (!s.pool->raw_alloc_bulk(std::span<Mbuf*>(&pkt, 1))) [[unlikely]]
+      if (!s.pool->raw_alloc_bulk(std::span<Mbuf*>(&pkt, 1))) [[unlikely]] {
+        pkt = nullptr;
         break;
+      }
       write_packet(pkt, size, flow);
+      refs = 1;
     } else {
       --clones;
-      // relaxed: we own the mbuf and no other thread sees it before tx_burst publishes it.
-      pkt->refcnt.fetch_add(1, std::memory_order_relaxed);
+      ++refs;
     }
     pkts[n] = pkt;
     if (++flow >= c.flowgen_flows) flow = 0;
   }
+  // Each clone is one more reference, counted here and stored once per mbuf, with no atomic
+  // read-modify-write: the mbuf is ours alone until tx_burst publishes it.
+  if (pkt) pkt->refcnt.store(refs, std::memory_order_relaxed);
   if (n == 0) return nrx;
   s.generated.add(n);
   const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
