@@ -72,7 +72,14 @@ void mbuf_free_bulk(std::span<Mbuf* const> pkts) noexcept {
   };
   for (std::size_t i = 0; i < pkts.size(); ++i) {
     Mbuf* m = pkts[i];
-    if (m->refcnt.load(std::memory_order_relaxed) != 1 && m->next == nullptr && !m->is_indirect()) [[unlikely]] {
+    const bool single = m->next == nullptr && !m->is_indirect();
+    // acquire: as in mbuf_prefree_segment(), whose fast path this is for one segment.
+    const std::uint16_t refs = m->refcnt.load(std::memory_order_acquire);
+    if (single && refs == 1) [[likely]] {  // ours alone: what a forwarding burst frees
+      stage(m);
+      continue;
+    }
+    if (single) {
       // The same mbuf several times in a row (flowgen's clones, one frame sent to many): its
       // references are dropped in one step, not one atomic read-modify-write each.
       std::size_t run = 1;
