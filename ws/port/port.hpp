@@ -37,62 +37,57 @@ concept TxQueue = std::derived_from<Q, QueueBase> && requires(Q& q, Mbuf** pkts,
   { q.tx_burst(pkts, n) } noexcept -> std::same_as<std::uint16_t>;
 };
 
-/// The burst function a driver publishes for RX queue type Q: calls Q::rx_burst.
-// [[gnu::hot]] on the data path's out-of-line functions: GCC puts them in .text.hot, one block
-// laid out the same whatever else is linked (see cmake/warnings.cmake, -falign-functions).
-template <RxQueue Q>
-[[gnu::hot]] std::uint16_t rx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
-  return static_cast<Q*>(q)->rx_burst(pkts, n);
-}
-/// The burst function a driver publishes for TX queue type Q: calls Q::tx_burst.
-template <TxQueue Q>
-[[gnu::hot]] std::uint16_t tx_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
-  return static_cast<Q*>(q)->tx_burst(pkts, n);
+/// What a burst function calls: Q::rx_burst (Rx) or Q::tx_burst.
+template <class Q, bool Rx>
+[[gnu::always_inline]] inline std::uint16_t queue_burst(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
+  if constexpr (Rx) {
+    return static_cast<Q*>(q)->rx_burst(pkts, n);
+  } else {
+    return static_cast<Q*>(q)->tx_burst(pkts, n);
+  }
 }
 
+/// The burst function a driver publishes for queue type Q, at the baseline.
+// [[gnu::hot]] on the data path's out-of-line functions: GCC puts them in .text.hot, one block
+// laid out the same whatever else is linked (see cmake/warnings.cmake, -falign-functions).
+template <class Q, bool Rx>
+[[gnu::hot]] std::uint16_t burst_trampoline(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept {
+  return queue_burst<Q, Rx>(q, pkts, n);
+}
 // The same, built for AVX2 and AVX-512 (ws/core/simd.hpp): flatten inlines the whole burst, the
 // driver's code and the ring, mempool and mbuf helpers it calls, so all of it is compiled for
 // the wider instruction set. What is not inlined (out-of-line slow paths) is called at the
 // baseline, which every CPU runs.
-/// rx_trampoline built for AVX2.
-template <RxQueue Q>
-[[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] std::uint16_t rx_trampoline_avx2(QueueBase* q, Mbuf** pkts,
-                                                                           std::uint16_t n) noexcept {
-  return static_cast<Q*>(q)->rx_burst(pkts, n);
+/// burst_trampoline built for AVX2.
+template <class Q, bool Rx>
+[[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] std::uint16_t burst_trampoline_avx2(QueueBase* q, Mbuf** pkts,
+                                                                        std::uint16_t n) noexcept {
+  return queue_burst<Q, Rx>(q, pkts, n);
 }
-/// rx_trampoline built for AVX-512.
-template <RxQueue Q>
-[[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] std::uint16_t rx_trampoline_avx512(QueueBase* q, Mbuf** pkts,
-                                                                               std::uint16_t n) noexcept {
-  return static_cast<Q*>(q)->rx_burst(pkts, n);
+/// burst_trampoline built for AVX-512.
+template <class Q, bool Rx>
+[[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] std::uint16_t burst_trampoline_avx512(QueueBase* q, Mbuf** pkts,
+                                                                            std::uint16_t n) noexcept {
+  return queue_burst<Q, Rx>(q, pkts, n);
 }
-/// tx_trampoline built for AVX2.
-template <TxQueue Q>
-[[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] std::uint16_t tx_trampoline_avx2(QueueBase* q, Mbuf** pkts,
-                                                                           std::uint16_t n) noexcept {
-  return static_cast<Q*>(q)->tx_burst(pkts, n);
-}
-/// tx_trampoline built for AVX-512.
-template <TxQueue Q>
-[[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] std::uint16_t tx_trampoline_avx512(QueueBase* q, Mbuf** pkts,
-                                                                               std::uint16_t n) noexcept {
-  return static_cast<Q*>(q)->tx_burst(pkts, n);
+/// The build of queue type Q's burst for `level`.
+template <class Q, bool Rx>
+BurstFn burst_fn(SimdLevel level) noexcept {
+  if (level >= SimdLevel::avx512) return &burst_trampoline_avx512<Q, Rx>;
+  if (level >= SimdLevel::avx2) return &burst_trampoline_avx2<Q, Rx>;
+  return &burst_trampoline<Q, Rx>;
 }
 
 /// The RX burst function of queue type Q built for `level`: what a port publishes when it
 /// starts, so the choice is made once per start, never per burst.
 template <RxQueue Q>
 BurstFn rx_burst_fn(SimdLevel level) noexcept {
-  if (level >= SimdLevel::avx512) return &rx_trampoline_avx512<Q>;
-  if (level >= SimdLevel::avx2) return &rx_trampoline_avx2<Q>;
-  return &rx_trampoline<Q>;
+  return burst_fn<Q, true>(level);
 }
 /// As rx_burst_fn, for TX queue type Q.
 template <TxQueue Q>
 BurstFn tx_burst_fn(SimdLevel level) noexcept {
-  if (level >= SimdLevel::avx512) return &tx_trampoline_avx512<Q>;
-  if (level >= SimdLevel::avx2) return &tx_trampoline_avx2<Q>;
-  return &tx_trampoline<Q>;
+  return burst_fn<Q, false>(level);
 }
 
 /// TX offloads, with DPDK's RTE_ETH_TX_OFFLOAD_* bit values. A device advertises the ones it
