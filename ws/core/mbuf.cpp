@@ -72,6 +72,7 @@ void mbuf_free_bulk(std::span<Mbuf* const> pkts) noexcept {
   };
   for (std::size_t i = 0; i < pkts.size(); ++i) {
     Mbuf* m = pkts[i];
+    if (m == nullptr) continue;  // as mbuf_free(nullptr): callers may pass empty slots
     const bool single = m->next == nullptr && !m->is_indirect();
     // acquire: as in mbuf_prefree_segment(), whose fast path this is for one segment.
     const std::uint16_t refs = m->refcnt.load(std::memory_order_acquire);
