@@ -7,6 +7,7 @@
 
 #include "ws/port/software_rss.hpp"
 #include "ws/port/software_tx.hpp"
+#include "ws/port/xstats.hpp"
 
 namespace ws {
 namespace {
@@ -207,22 +208,7 @@ PortStats Port::stats() const {
 
 void Port::reset_stats() { baseline_ = raw_stats(); }
 
-std::vector<XStat> Port::xstats() const {
-  const PortStats s = stats();
-  std::vector<XStat> out = {{"rx_good_packets", s.ipackets}, {"tx_good_packets", s.opackets},
-                            {"rx_good_bytes", s.ibytes},     {"tx_good_bytes", s.obytes},
-                            {"rx_missed_errors", s.imissed}, {"rx_errors", s.ierrors},
-                            {"tx_errors", s.oerrors},        {"rx_mbuf_allocation_errors", s.rx_nombuf}};
-  for (std::size_t q = 0; q < s.q_ipackets.size(); ++q) {
-    out.push_back({fmt::format("rx_q{}_packets", q), s.q_ipackets[q]});
-    out.push_back({fmt::format("rx_q{}_bytes", q), s.q_ibytes[q]});
-  }
-  for (std::size_t q = 0; q < s.q_opackets.size(); ++q) {
-    out.push_back({fmt::format("tx_q{}_packets", q), s.q_opackets[q]});
-    out.push_back({fmt::format("tx_q{}_bytes", q), s.q_obytes[q]});
-  }
-  return out;
-}
+std::vector<XStat> Port::xstats() const { return generic_xstats(stats(), true); }
 
 void Port::add_rx(PortStats& s, const RxQueueCounters& c) {
   const std::size_t q = s.q_ipackets.size();

@@ -102,6 +102,7 @@ class E1000Port final : public Port {
       s.oerrors += txq_->counters.errors.read();
       s.q_opackets = {txq_->counters.packets.read()};
       s.q_obytes = {txq_->counters.bytes.read()};
+      s.q_errors = {txq_->counters.errors.read()};  // rte_ethdev's rx_q0_errors, as the vdev PMDs fill it
     }
     return s;
   }
@@ -113,7 +114,7 @@ class E1000Port final : public Port {
     }
     out.push_back({"rx_q0_broken", rxq_.broken ? 1u : 0u});
     out.push_back({"rx_q0_bad_descriptors", rxq_.bad_descriptors.read()});
-    out.push_back({"rx_q0_errors", rxq_.counters.errors.read()});
+    out.push_back({"rx_q0_frame_errors", rxq_.counters.errors.read()});  // rx_q0_errors is rte_ethdev's
     if (txq_.queue) out.push_back({"tx_q0_ring_full", txq_->counters.full.read()});
     out.push_back({"tx_checksum_offload", offload_ ? 1u : 0u});
     return out;

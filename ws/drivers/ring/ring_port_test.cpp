@@ -3,8 +3,11 @@
 // named rings, a full ring, size validation, pairing errors, and release_mbufs().
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
 #include <vector>
 
+#include "ws/port/xstats.hpp"
 #include "ws/testing/port_fixture.hpp"
 
 namespace ws {
@@ -155,6 +158,83 @@ TEST_F(RingPortTest, FullRingTakesWhatFitsAndCountsTheRest) {
   mbuf_free_bulk(std::span<Mbuf* const>(got.data(), 4));
   mbuf_free_bulk(std::span<Mbuf* const>(a).subspan(4));  // the caller still owns the refused ones
   EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// The names dpdk-testpmd 22.11 prints for `show port xstats` of a net_ring (or net_null, net_pcap,
+// net_af_packet, net_tap, net_af_xdp) port with one queue each: rte_ethdev's generic ones, the
+// per-queue ones filled in (RTE_ETH_DEV_AUTOFILL_QUEUE_XSTATS); ours follow them.
+TEST_F(RingPortTest, XstatsStartWithDpdksGenericNames) {
+  auto port = create("net_ring0,count_bytes=1");
+  ASSERT_TRUE(port);
+  start(*port, 2);
+  const std::vector<std::string> dpdk = {
+      "rx_good_packets",  "tx_good_packets", "rx_good_bytes", "tx_good_bytes", "rx_missed_errors",
+      "rx_errors",        "tx_errors",       "rx_mbuf_allocation_errors",
+      "rx_q0_packets",    "rx_q0_bytes",     "rx_q0_errors",  "rx_q1_packets", "rx_q1_bytes", "rx_q1_errors",
+      "tx_q0_packets",    "tx_q0_bytes",     "tx_q1_packets", "tx_q1_bytes"};
+  auto a = packets(3, 100);
+  ASSERT_EQ(port->tx_burst(1, a.data(), 3), 3);
+  const auto x = port->xstats();
+  ASSERT_GE(x.size(), dpdk.size());
+  for (std::size_t i = 0; i < dpdk.size(); ++i) EXPECT_EQ(x[i].name, dpdk[i]) << i;
+  EXPECT_EQ(x[15].value, 0u);    // tx_q0_packets
+  EXPECT_EQ(x[16].value, 3u);    // tx_q1_packets
+  EXPECT_EQ(x[17].value, 300u);  // tx_q1_bytes
+  std::vector<Mbuf*> got(4);
+  ASSERT_EQ(port->rx_burst(1, got.data(), 4), 3);
+  mbuf_free_bulk(std::span<Mbuf* const>(got.data(), 3));
+}
+
+// The size bins and multicast/broadcast counts DPDK's virtio PMD and vhost library keep, at the
+// bins' edges, one burst at a time; null entries (TX drops) count for nothing.
+TEST_F(RingPortTest, PacketClassCountersBinAsDpdk) {
+  EXPECT_EQ(PacketClassCounters::bin(0), 0u);
+  EXPECT_EQ(PacketClassCounters::bin(63), 0u);
+  EXPECT_EQ(PacketClassCounters::bin(64), 1u);
+  EXPECT_EQ(PacketClassCounters::bin(65), 2u);
+  EXPECT_EQ(PacketClassCounters::bin(127), 2u);
+  EXPECT_EQ(PacketClassCounters::bin(128), 3u);
+  EXPECT_EQ(PacketClassCounters::bin(255), 3u);
+  EXPECT_EQ(PacketClassCounters::bin(256), 4u);
+  EXPECT_EQ(PacketClassCounters::bin(511), 4u);
+  EXPECT_EQ(PacketClassCounters::bin(512), 5u);
+  EXPECT_EQ(PacketClassCounters::bin(1023), 5u);
+  EXPECT_EQ(PacketClassCounters::bin(1024), 6u);
+  EXPECT_EQ(PacketClassCounters::bin(1518), 6u);
+  EXPECT_EQ(PacketClassCounters::bin(1519), 7u);
+  EXPECT_EQ(PacketClassCounters::bin(9000), 7u);
+
+  const std::uint16_t lens[] = {60, 64, 65, 128, 300, 600, 1200, 1519};
+  std::vector<Mbuf*> pkts;
+  for (std::size_t i = 0; i < std::size(lens); ++i) {
+    auto one = packets(1, lens[i]);
+    std::uint8_t* d = one[0]->data<std::uint8_t>();
+    const std::uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    const std::uint8_t mcast[6] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
+    const std::uint8_t ucast[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+    const std::uint8_t almost[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xfe};  // multicast, not broadcast
+    std::memcpy(d, i % 4 == 0 ? ucast : i % 4 == 1 ? bcast : i % 4 == 2 ? mcast : almost, 6);
+    pkts.push_back(one[0]);
+  }
+  pkts.insert(pkts.begin() + 3, nullptr);
+  PacketClassCounters c;
+  EXPECT_EQ(c.count(pkts.data(), static_cast<std::uint32_t>(pkts.size())), std::size(lens));
+  EXPECT_EQ(c.count(pkts.data(), 2), 2u);  // a second burst adds up
+  std::vector<XStat> x;
+  c.append_xstats(x, "tx_q3_");
+  const std::vector<std::pair<std::string, std::uint64_t>> want = {
+      {"tx_q3_multicast_packets", 4},     {"tx_q3_broadcast_packets", 3},
+      {"tx_q3_undersize_packets", 2},     {"tx_q3_size_64_packets", 2},
+      {"tx_q3_size_65_127_packets", 1},   {"tx_q3_size_128_255_packets", 1},
+      {"tx_q3_size_256_511_packets", 1},  {"tx_q3_size_512_1023_packets", 1},
+      {"tx_q3_size_1024_1518_packets", 1}, {"tx_q3_size_1519_max_packets", 1}};
+  ASSERT_EQ(x.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(x[i].name, want[i].first);
+    EXPECT_EQ(x[i].value, want[i].second) << want[i].first;
+  }
+  pkts.erase(pkts.begin() + 3);
+  mbuf_free_bulk(pkts);
 }
 
 TEST_F(RingPortTest, SizeMustBeAPowerOfTwo) {
