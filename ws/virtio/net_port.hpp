@@ -135,8 +135,22 @@ class VirtioNetPort : public Port {
     for (const auto& q : txq_) s.oerrors += q->reset_dropped.read();
     return s;
   }
+  // DPDK 22.11's virtio names first, in its order: the generic port totals (its virtio PMD does
+  // not fill rte_ethdev's per-queue ones), each RX queue's, each TX queue's; then ours.
   std::vector<XStat> xstats() const override {
-    auto out = Port::xstats();
+    const PortStats st = stats();
+    auto out = generic_xstats(st, false);
+    for (std::size_t q = 0; q < rxq_.size(); ++q) {
+      const std::string p = fmt::format("rx_q{}_", q);
+      append_good_xstats(out, p, queue_stat(st.q_ipackets, q), queue_stat(st.q_ibytes, q));
+      out.push_back({p + "errors", rxq_[q]->counters.errors.read()});
+      rxq_[q]->classes.append_xstats(out, p);
+    }
+    for (std::size_t q = 0; q < txq_.size(); ++q) {
+      const std::string p = fmt::format("tx_q{}_", q);
+      append_good_xstats(out, p, queue_stat(st.q_opackets, q), queue_stat(st.q_obytes, q));
+      txq_[q]->classes.append_xstats(out, p);
+    }
     for (std::size_t q = 0; q < rxq_.size(); ++q) {
       out.push_back({fmt::format("rx_q{}_broken", q), rxq_[q]->health.broken() ? 1u : 0u});
       out.push_back({fmt::format("tx_q{}_broken", q), txq_[q]->health.broken() ? 1u : 0u});

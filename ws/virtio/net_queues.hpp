@@ -15,6 +15,7 @@
 #include "ws/core/burst_gate.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
+#include "ws/port/xstats.hpp"
 #include "ws/virtio/driver_engine.hpp"
 #include "ws/virtio/net_hdr.hpp"
 #include "ws/virtio/net_offload.hpp"
@@ -75,6 +76,7 @@ struct alignas(cache_line_bytes) RxCommon : QueueCommon {
   PktmbufPool* pool = nullptr;
   std::uint16_t port_id = 0;
   RxQueueCounters counters;
+  PacketClassCounters classes;  // DPDK's multicast, broadcast and size-bin xstats
   Mbuf* partial_head = nullptr;  // mergeable packet still collecting buffers
   Mbuf* partial_tail = nullptr;
   std::uint16_t partial_left = 0;
@@ -235,6 +237,7 @@ struct VirtioRx final : RxCommon {
     }
     partial_left = left;
     if (const std::uint32_t free = engine.free_descs(); free > refill_owed) refill(free);
+    classes.count(pkts, got);
     counters.packets.add(got);
     counters.bytes.add(bytes);
     return got;
@@ -249,6 +252,7 @@ struct alignas(cache_line_bytes) TxCommon : QueueCommon {
   HdrOffloads offload;  // what the device takes in our headers (offload variant only)
   bool keep_num_buffers = false;  // pushed headers leave num_buffers alone (store_tx_net_hdr)
   TxQueueCounters counters;
+  PacketClassCounters classes;  // DPDK's multicast, broadcast and size-bin xstats
 };
 
 // Offload: TX checksum/TSO requests go into the pushed header; a packet that cannot carry its
@@ -307,6 +311,7 @@ struct VirtioTx final : TxCommon {
       if (!push && m->nb_segs > max_segs) [[unlikely]] {
         counters.errors.add(1);
         mbuf_free(m);
+        pkts[sent] = nullptr;  // taken, not sent: out of the class counts
         continue;
       }
       if constexpr (Offload) {
@@ -314,6 +319,7 @@ struct VirtioTx final : TxCommon {
         if (!tx_offload_to_net_hdr(*m, hdr, push ? offload : HdrOffloads{})) [[unlikely]] {
           counters.errors.add(1);
           mbuf_free(m);
+          pkts[sent] = nullptr;  // taken, not sent: out of the class counts
           continue;
         }
         if (push) store_net_hdr(reinterpret_cast<std::byte*>(m->data() - net_hdr_bytes), hdr, !keep);
@@ -335,6 +341,8 @@ struct VirtioTx final : TxCommon {
     }
     engine.end_posts(posts);
     if (posted > 0 && engine.publish()) T::notify(*this);
+    // The device only reads what was posted; the mbufs stay ours until free_completed() below.
+    classes.count(pkts, sent);
     // Room for a burst like this one is made now, once this one is published: the device works
     // on it while we free what it completed long ago, instead of the next burst waiting for that.
     if (const std::uint32_t free = engine.free_descs(); free < n) free_completed(engine, n - free);
