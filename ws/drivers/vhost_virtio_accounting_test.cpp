@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -194,6 +195,81 @@ TEST_F(VhostVirtioAccounting, NoBuffersOnTheVirtioSideIsAFullRingForVhost) {
   EXPECT_EQ(h.opackets, taken);
   EXPECT_EQ(h.oerrors, 0u);
   EXPECT_EQ(v.ipackets, taken);
+}
+
+// The names dpdk-testpmd 22.11 prints for `show port xstats` of net_virtio_user and net_vhost,
+// in its order, ahead of ours; and the size bins and multicast/broadcast counts of the traffic
+// both ways. net_vhost's iotlb_* and inflight_* are left out: no IOTLB or inflight tracking here.
+TEST_F(VhostVirtioAccounting, XstatsCarryDpdksNamesAndClasses) {
+  ASSERT_NO_FATAL_FAILURE(start(",queue_size=256"));
+  const std::vector<std::string> classes = {
+      "multicast_packets",    "broadcast_packets",     "undersize_packets",      "size_64_packets",
+      "size_65_127_packets",  "size_128_255_packets",  "size_256_511_packets",   "size_512_1023_packets",
+      "size_1024_1518_packets", "size_1519_max_packets"};
+  const std::vector<std::string> generic = {"rx_good_packets", "tx_good_packets", "rx_good_bytes", "tx_good_bytes",
+                                            "rx_missed_errors", "rx_errors", "tx_errors",
+                                            "rx_mbuf_allocation_errors"};
+  std::vector<std::string> virtio = generic;
+  for (const char* dir : {"rx", "tx"}) {
+    const std::string p = std::string(dir) + "_q0_";
+    virtio.push_back(p + "good_packets");
+    virtio.push_back(p + "good_bytes");
+    if (dir == std::string("rx")) virtio.push_back(p + "errors");
+    for (const auto& c : classes) virtio.push_back(p + c);
+  }
+  std::vector<std::string> vhost = generic;
+  for (const char* n : {"rx_q0_packets", "rx_q0_bytes", "rx_q0_errors", "tx_q0_packets", "tx_q0_bytes"})
+    vhost.push_back(n);
+  for (const char* dir : {"rx", "tx"}) {
+    const std::string p = std::string(dir) + "_q0_";
+    vhost.push_back(p + "good_packets");
+    vhost.push_back(p + "good_bytes");
+    for (const auto& c : classes) vhost.push_back(p + c);
+    vhost.push_back(p + "guest_notifications");
+  }
+  ASSERT_EQ(virtio.size(), 33u) << "dpdk-testpmd 22.11, net_virtio_user, one queue pair";
+  ASSERT_EQ(vhost.size(), 47u - 8u) << "dpdk-testpmd 22.11, net_vhost, one queue pair, less iotlb/inflight";
+
+  // Lengths at the bins' edges; every third broadcast, every third but one multicast.
+  const std::uint16_t lens[] = {60, 64, 65, 127, 128, 255, 256, 511, 512, 1023, 1024, 1518, 1519, 1800};
+  auto make = [&] {
+    std::vector<Mbuf*> v;
+    for (std::size_t i = 0; i < std::size(lens); ++i) {
+      Mbuf* m = packets(1, lens[i])[0];
+      std::uint8_t* d = m->data<std::uint8_t>();
+      const std::uint8_t dst[3][6] = {{2, 0, 0, 0, 0, 2}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {1, 0, 0x5e, 0, 0, 1}};
+      std::memcpy(d, dst[i % 3], 6);
+      v.push_back(m);
+    }
+    return v;
+  };
+  const std::map<std::string, std::uint64_t> want = {
+      {"multicast_packets", 4},    {"broadcast_packets", 5},     {"undersize_packets", 1},
+      {"size_64_packets", 1},      {"size_65_127_packets", 2},   {"size_128_255_packets", 2},
+      {"size_256_511_packets", 2}, {"size_512_1023_packets", 2}, {"size_1024_1518_packets", 2},
+      {"size_1519_max_packets", 2}, {"good_packets", std::size(lens)}};
+  auto check = [&](const Port& port, const std::vector<std::string>& names, const char* dir) {
+    const auto x = port.xstats();
+    ASSERT_GE(x.size(), names.size());
+    std::map<std::string, std::uint64_t> by_name;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (i < names.size()) EXPECT_EQ(x[i].name, names[i]) << port.name() << " #" << i;
+      EXPECT_TRUE(by_name.emplace(x[i].name, x[i].value).second) << port.name() << ": " << x[i].name << " twice";
+    }
+    for (const auto& [n, v] : want) EXPECT_EQ(by_name[std::string(dir) + "_q0_" + n], v) << port.name() << " " << dir << " " << n;
+  };
+
+  auto pkts = make();
+  std::uint32_t dropped = 0;
+  ASSERT_EQ(send_all(*virtio_, pkts, dropped), std::size(lens));
+  ASSERT_EQ(receive_all(*vhost_, nullptr), std::size(lens));
+  pkts = make();
+  ASSERT_EQ(send_all(*vhost_, pkts, dropped), std::size(lens));
+  ASSERT_EQ(receive_all(*virtio_, nullptr), std::size(lens));
+  check(*virtio_, virtio, "tx");
+  check(*virtio_, virtio, "rx");
+  check(*vhost_, vhost, "rx");
+  check(*vhost_, vhost, "tx");
 }
 
 // Taken but not sent: errors, never counted as sent. virtio_user cannot post a packet of more

@@ -173,8 +173,23 @@ class VhostPort final : public Port, public virtio::RingListener {
       if (q->stash) q->stash->release();
   }
   PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
+  // DPDK 22.11's names first, in its order (generic, then each RX queue's, then each TX
+  // queue's; no iotlb_* or inflight_*: neither IOTLB nor inflight tracking is done here), then
+  // ours, which DPDK has no counter for.
   std::vector<XStat> xstats() const override {
     auto out = Port::xstats();
+    const PortStats st = stats();
+    auto dpdk_queue = [&](const char* dir, std::size_t q, const RingSlot& s, std::uint64_t packets,
+                          std::uint64_t bytes) {
+      const std::string p = fmt::format("{}_q{}_", dir, q);
+      append_good_xstats(out, p, packets, bytes);
+      s.counters.classes.append_xstats(out, p);
+      out.push_back({p + "guest_notifications", s.counters.notify.read()});
+    };
+    for (std::size_t q = 0; q < rxq_.size(); ++q)
+      dpdk_queue("rx", q, *rxq_[q]->slot, queue_stat(st.q_ipackets, q), queue_stat(st.q_ibytes, q));
+    for (std::size_t q = 0; q < txq_.size(); ++q)
+      dpdk_queue("tx", q, *txq_[q]->slot, queue_stat(st.q_opackets, q), queue_stat(st.q_obytes, q));
     out.push_back({"guest_memory_lost", memory_lost_.read()});
     for (std::uint32_t r = 0; r < 2u * queues_; ++r) {
       const RingSlot& s = slots_[r];
@@ -184,7 +199,6 @@ class VhostPort final : public Port, public virtio::RingListener {
       out.push_back({p + "bad_packet", s.counters.bad_packet.read()});
       out.push_back({p + "too_small", s.counters.too_small.read()});
       if (linear_ && r % 2) out.push_back({p + "not_linear", s.counters.not_linear.read()});
-      out.push_back({p + "notify", s.counters.notify.read()});
       out.push_back({p + "notify_dropped", notifier_->dropped(r)});
       for (std::size_t e = 0; e < virtio::queue_error_count; ++e) {
         const auto err = static_cast<virtio::QueueError>(e);

@@ -20,6 +20,7 @@
 #include "ws/core/cpu.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
+#include "ws/port/xstats.hpp"
 #include "ws/virtio/net_hdr.hpp"
 #include "ws/virtio/net_offload.hpp"
 #include "ws/virtio/notifier.hpp"
@@ -84,7 +85,8 @@ struct RingCounters {
   Counter bad_packet;   // chain shorter than the header, longer than 64 KiB, or a bad header
   Counter too_small;    // RX buffer chain too small for the packet (without MRG_RXBUF)
   Counter not_linear;   // linear-buffer=1: a TX chain that does not fit one mbuf, dropped
-  Counter notify;       // interrupts asked of the notifier (the frontend wanted them)
+  Counter notify;       // interrupts asked of the notifier (the frontend wanted them): DPDK's guest_notifications
+  PacketClassCounters classes;  // DPDK's multicast, broadcast and size bins of the packets taken or given
 };
 
 // One virtqueue of the frontend as the backend runs it. The control thread starts and stops it
@@ -458,6 +460,7 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
     dev.flush_used();
     if (dev.needs_notify()) s.notify();
   }
+  s.counters.classes.count(pkts, got);
   counters.packets.add(got);
   counters.bytes.add(bytes);
   return got;
@@ -649,9 +652,7 @@ std::uint16_t enqueue(RingSlot& s, TxQueueCounters& counters, Mbuf** pkts, std::
     dev.flush_used();
     if (dev.needs_notify()) s.notify();
   }
-  std::uint16_t ok = 0;
-  for (std::uint16_t i = 0; i < sent; ++i)
-    if (pkts[i] != nullptr) ++ok;
+  const auto ok = static_cast<std::uint16_t>(s.counters.classes.count(pkts, sent));  // nullptr: dropped
   mbuf_free_bulk(std::span<Mbuf* const>(pkts, sent));  // nullptr entries: dropped above
   if (sent < n) counters.full.add(n - sent);
   counters.packets.add(ok);
