@@ -16,6 +16,7 @@ struct FrameSpec {
   std::uint8_t l4_proto = ip_proto_udp;  // tcp, udp, icmp/icmpv6, or anything else (raw payload)
   std::uint32_t payload_bytes = 18;
   std::uint8_t vlan_tags = 0;          // 0, 1 or 2
+  std::uint16_t vlan_tci = 100;        // the outer tag's TCI; an inner one carries the next value
   std::uint8_t ipv4_option_words = 0;  // IPv4 options (NOPs), in 4-byte words
   std::uint8_t ipv6_ext_headers = 0;   // destination-options headers of 8 bytes each
   std::uint8_t tcp_option_words = 0;
@@ -44,7 +45,7 @@ inline BuiltFrame build_frame(const FrameSpec& s) {
   put(macs, 12);
   for (unsigned t = 0; t < s.vlan_tags; ++t) {
     const std::uint16_t tpid = to_be16(t == 0 && s.vlan_tags == 2 ? ether_type_qinq : ether_type_vlan);
-    const std::uint16_t tci = to_be16(static_cast<std::uint16_t>(100 + t));
+    const std::uint16_t tci = to_be16(static_cast<std::uint16_t>(s.vlan_tci + t));
     put(&tpid, 2);
     put(&tci, 2);
   }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ws/port/software_rss.hpp"
+#include "ws/port/software_rx.hpp"
 #include "ws/port/software_tx.hpp"
 #include "ws/port/xstats.hpp"
 
@@ -134,6 +135,61 @@ void Port::wrap_tx_queues() {
   }
 }
 
+// DPDK's rte_eth_dev_configure() messages, so that scripts matching them carry over.
+Result<void> Port::check_rx(std::uint64_t rx_offloads, std::uint16_t mtu) const {
+  const PortInfo i = info();
+  const std::uint64_t capa = i.rx_offload_capa | rx_offload::software;
+  if (rx_offloads & ~capa)
+    return fail("Ethdev port_id={} requested Rx offloads {:#x} doesn't match Rx offloads capabilities {:#x} in "
+                "rte_eth_dev_configure()",
+                id_, rx_offloads, capa);
+  if (mtu < i.min_mtu) return fail("Ethdev port_id={} MTU ({}) < device min MTU ({})", id_, mtu, i.min_mtu);
+  if (mtu > i.max_mtu) return fail("Ethdev port_id={} MTU ({}) > device max MTU ({})", id_, mtu, i.max_mtu);
+  return {};
+}
+
+Result<void> Port::set_rx_offloads(std::uint64_t offloads) {
+  if (started_) return fail("port {} ({}): stop the port before changing its RX offloads", id_, name_);
+  if (auto ok = check_rx(offloads, config_.mtu); !ok) return ok;
+  config_.rx_offloads = offloads;
+  return {};
+}
+
+std::uint64_t Port::software_rx_offloads() const {
+  return config_.rx_offloads & ~info().rx_offload_capa & rx_offload::software;
+}
+
+Result<void> Port::set_vlan_filter(std::uint16_t vid, bool on) {
+  if (vid > 4095) return fail("port {} ({}): VLAN id {} out of range [0, 4095]", id_, name_, vid);
+  if (started_) return fail("port {} ({}): stop the port before changing its VLAN filter", id_, name_);
+  if (!vlan_filter_) vlan_filter_ = std::make_unique<VlanFilter>();
+  vlan_filter_->set(vid, on);
+  return {};
+}
+
+std::vector<std::uint16_t> Port::vlan_filter_ids() const {
+  std::vector<std::uint16_t> ids;
+  for (std::uint16_t v = 0; vlan_filter_ && v < vlan_filter_->size(); ++v)
+    if (vlan_filter_->test(v)) ids.push_back(v);
+  return ids;
+}
+
+void Port::wrap_rx_queues() {
+  const std::uint64_t soft = software_rx_offloads();
+  if (soft == 0) return;  // the driver's burst functions stay as they are: no cost
+  const bool filter = (soft & rx_offload::vlan_filter) != 0;
+  const bool strip = (soft & rx_offload::vlan_strip) != 0;
+  BurstFn fn = filter ? (strip ? &software_offload_rx<true, true> : &software_offload_rx<true, false>)
+                      : &software_offload_rx<false, true>;
+  if (!vlan_filter_) vlan_filter_ = std::make_unique<VlanFilter>();
+  for (std::size_t q = 0; q < rx_table_.size(); ++q) {
+    SoftwareRxQueue& sq = *sw_rx_[q];
+    sq.driver = rx_table_[q];
+    sq.filter = vlan_filter_.get();
+    rx_table_[q] = {fn, &sq};
+  }
+}
+
 Result<void> Port::configure(const PortConfig& config) {
   if (started_) return fail("port {} ({}): stop the port before configuring it", id_, name_);
   const PortInfo i = info();
@@ -147,12 +203,17 @@ Result<void> Port::configure(const PortConfig& config) {
     return with_context(ok.error(), context());
   if (auto ok = check_rss(config.rss, config.rx_queues); !ok)
     return with_context(ok.error(), context());
+  if (auto ok = check_rx(config.rx_offloads, config.mtu); !ok) return ok;
   if (auto ok = do_configure(config); !ok) return with_context(ok.error(), context());
   config_ = config;
   rx_table_.assign(config.rx_queues, BurstEntry{&idle_burst, nullptr});
   tx_table_.assign(config.tx_queues, BurstEntry{&idle_burst, nullptr});
   sw_tx_.clear();
   for (std::uint16_t q = 0; q < config.tx_queues; ++q) sw_tx_.push_back(std::make_unique<SoftwareTxQueue>());
+  // Filter counts of the old queues stay in the baseline below, through raw_stats().
+  for (const auto& q : sw_rx_) rx_filtered_before_ += q->filtered.read();
+  sw_rx_.clear();
+  for (std::uint16_t q = 0; q < config.rx_queues; ++q) sw_rx_.push_back(std::make_unique<SoftwareRxQueue>());
   // The driver's queues, and their counters, were just replaced: an older baseline would make
   // stats() underflow.
   baseline_ = raw_stats();
@@ -171,6 +232,7 @@ Result<void> Port::start() {
     return with_context(ok.error(), context());
   }
   wrap_tx_queues();
+  wrap_rx_queues();  // before software RSS, which then hashes what the filter let in
   if (auto ok = start_software_rss(); !ok) {
     do_stop();
     idle_tables();
@@ -196,6 +258,8 @@ void Port::idle_tables() {
 PortStats Port::raw_stats() const {
   PortStats s = read_stats();
   for (const auto& q : sw_tx_) s.oerrors += q->dropped.read();
+  s.ierrors += rx_filtered_before_;
+  for (const auto& q : sw_rx_) s.ierrors += q->filtered.read();
   s.imissed += rss_missed_before_ + (sw_rss_ ? sw_rss_->missed() : 0);
   return s;
 }

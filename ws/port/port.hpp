@@ -3,6 +3,7 @@
 // data path (rx_burst/tx_burst) is one indirect call per burst through a flat table of
 // {function, queue} filled when the port starts.
 #pragma once
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -23,7 +24,11 @@ namespace ws {
 inline constexpr std::uint16_t port_max_queues = 64;
 
 class SoftwareRss;       // private: ws/port/software_rss.hpp
+struct SoftwareRxQueue;  // private: ws/port/software_rx.hpp
 struct SoftwareTxQueue;  // private: ws/port/software_tx.hpp
+
+/// The VLAN ids a port lets in when rx_offload::vlan_filter is on: bit i for id i.
+using VlanFilter = std::bitset<4096>;
 
 /// A driver RX queue type: q.rx_burst(Mbuf** pkts, uint16_t n) -> received count.
 template <class Q>
@@ -109,11 +114,35 @@ inline constexpr std::uint64_t software = vlan_insert | checksums | segmentation
 std::string names(std::uint64_t offloads);
 }  // namespace tx_offload
 
+/// RX offloads, with DPDK's RTE_ETH_RX_OFFLOAD_* bit values. A device advertises the ones it
+/// does itself in PortInfo::rx_offload_capa; the application enables them in
+/// PortConfig::rx_offloads (DPDK's rxmode.offloads). Those in `software` the port does itself
+/// for any device (software_rx.hpp); any other one the device lacks is refused by configure().
+namespace rx_offload {
+inline constexpr std::uint64_t vlan_strip = 1ULL << 0;   ///< Tag moved to Mbuf::vlan_tci.
+inline constexpr std::uint64_t ipv4_cksum = 1ULL << 1;   ///< IPv4 header checksum verdicts.
+inline constexpr std::uint64_t udp_cksum = 1ULL << 2;    ///< UDP checksum verdicts.
+inline constexpr std::uint64_t tcp_cksum = 1ULL << 3;    ///< TCP checksum verdicts.
+inline constexpr std::uint64_t tcp_lro = 1ULL << 4;      ///< Large receive (coalesced TCP segments).
+inline constexpr std::uint64_t qinq_strip = 1ULL << 5;   ///< Outer (QinQ) tag stripped.
+inline constexpr std::uint64_t vlan_filter = 1ULL << 9;  ///< Tagged packets of other VLANs dropped.
+inline constexpr std::uint64_t vlan_extend = 1ULL << 10; ///< Double-tag (extended) VLAN mode.
+inline constexpr std::uint64_t scatter = 1ULL << 13;     ///< Packets longer than one mbuf, chained.
+inline constexpr std::uint64_t timestamp = 1ULL << 14;   ///< Receive timestamps.
+inline constexpr std::uint64_t keep_crc = 1ULL << 16;    ///< Ethernet CRC kept in the data.
+inline constexpr std::uint64_t buffer_split = 1ULL << 20;  ///< Headers and payload in separate pools.
+inline constexpr std::uint64_t checksums = ipv4_cksum | udp_cksum | tcp_cksum;  ///< DPDK's RX_OFFLOAD_CHECKSUM.
+inline constexpr std::uint64_t vlan = vlan_strip | vlan_filter | vlan_extend | qinq_strip;  ///< DPDK's RX_OFFLOAD_VLAN.
+inline constexpr std::uint64_t software = vlan_strip | vlan_filter;  ///< What ports emulate.
+}  // namespace rx_offload
+
 /// Port::configure's settings (DPDK's rte_eth_conf and queue counts).
 struct PortConfig {
   std::uint16_t rx_queues = 1;  ///< RX queues, 1 to PortInfo::max_rx_queues.
   std::uint16_t tx_queues = 1;  ///< TX queues, 1 to PortInfo::max_tx_queues.
   std::uint64_t tx_offloads = 0;  ///< tx_offload::* the application will request
+  std::uint64_t rx_offloads = 0;  ///< rx_offload::* enabled
+  std::uint16_t mtu = 1500;       ///< Largest IP packet, PortInfo::min_mtu to max_mtu (DPDK's rxmode.mtu).
   /// Where software TSO takes its segments' header and indirect mbufs from; needed when
   /// tx_offloads has TSO and the device does not.
   PktmbufPool* tx_segment_pool = nullptr;
@@ -148,6 +177,9 @@ struct PortInfo {
   std::uint16_t max_descriptors = 0;  ///< Largest queue size accepted.
   std::uint64_t tx_offload_capa = 0;  ///< tx_offload::* the device does itself
   std::uint32_t rss_types_capa = 0;   ///< rss_type::* the device hashes itself (flow_type_rss_offloads)
+  std::uint64_t rx_offload_capa = 0;  ///< rx_offload::* the device does itself
+  std::uint16_t min_mtu = 68;         ///< Smallest MTU accepted (DPDK's default, RTE_ETHER_MIN_MTU).
+  std::uint16_t max_mtu = 65535;      ///< Largest MTU accepted.
 };
 
 /// One network device made by a driver: control calls on the control thread, burst calls on
@@ -192,6 +224,16 @@ class Port {
   std::uint64_t software_tx_offloads() const;
   /// Changes the RSS configuration of a stopped port; applied at the next start().
   Result<void> set_rss(const RssConfig& rss);
+  /// Changes the enabled RX offloads of a stopped port; applied at the next start(). Refused,
+  /// with DPDK's message, when one is neither the device's nor the port's (rx_offload::software).
+  Result<void> set_rx_offloads(std::uint64_t offloads);
+  /// Enabled RX offloads the device lacks, done by the port in software while it runs.
+  std::uint64_t software_rx_offloads() const;
+  /// Adds (on) or removes VLAN id `vid` (0 to 4095) from the filter that rx_offload::vlan_filter
+  /// applies; takes effect at the next start(). Every id is out of the filter at first.
+  Result<void> set_vlan_filter(std::uint16_t vid, bool on);
+  /// The VLAN ids in the filter, in increasing order.
+  std::vector<std::uint16_t> vlan_filter_ids() const;
   /// True while the port hashes (and spreads) received packets in software.
   bool software_rss() const { return sw_rss_ != nullptr && started_; }
   /// Returns every mbuf the driver holds (in queues, rings) to its pool. Port stopped.
@@ -264,6 +306,8 @@ class Port {
   std::string context() const { return fmt::format("port {} ({})", id_, name_); }  // for errors
   Result<void> check_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) const;
   Result<void> check_rss(const RssConfig& rss, std::uint16_t rx_queues) const;
+  Result<void> check_rx(std::uint64_t rx_offloads, std::uint16_t mtu) const;  // DPDK's messages
+  void wrap_rx_queues();  // software RX offloads behind the driver's RX burst functions
   Result<void> start_software_rss();  // hashing/spreading RX entries, when the device has no hash
   void wrap_tx_queues();  // software offloads in front of the driver's TX burst functions
   PortStats raw_stats() const;  // read_stats() plus the software offloads' drops
@@ -278,8 +322,11 @@ class Port {
   std::vector<BurstEntry> rx_table_;
   std::vector<BurstEntry> tx_table_;
   std::vector<std::unique_ptr<SoftwareTxQueue>> sw_tx_;  // one per TX queue, from configure()
+  std::vector<std::unique_ptr<SoftwareRxQueue>> sw_rx_;  // one per RX queue, from configure()
+  std::unique_ptr<VlanFilter> vlan_filter_;              // the ids rx_offload::vlan_filter lets in
   std::unique_ptr<SoftwareRss> sw_rss_;                  // from the last start() with software RSS
   std::uint64_t rss_missed_before_ = 0;                  // missed counts of replaced sw_rss_
+  std::uint64_t rx_filtered_before_ = 0;                 // filtered counts of replaced sw_rx_
 };
 
 /// An RX/TX burst function for queues that are not ready: receives and takes nothing.

@@ -46,6 +46,12 @@ class VirtioNetPort : public Port {
     i.tx_offload_capa = tx_offload::checksums;
     const HdrOffloads tx = HdrOffloads::driver_tx(features_);
     if (tx.tso4 || tx.tso6) i.tx_offload_capa |= tx_offload::tcp_tso;
+    // RX, as DPDK's virtio PMD: mergeable buffers chain long packets; GUEST_CSUM gives the
+    // device's checksum verdicts, GUEST_TSO4/6 coalesced TCP packets.
+    if (has(features_, feature::mrg_rxbuf)) i.rx_offload_capa |= rx_offload::scatter;
+    if (has(features_, feature::guest_csum)) i.rx_offload_capa |= rx_offload::udp_cksum | rx_offload::tcp_cksum;
+    if (has(features_, feature::guest_tso4) || has(features_, feature::guest_tso6))
+      i.rx_offload_capa |= rx_offload::tcp_lro;
     return i;
   }
   Result<void> do_configure(const PortConfig& c) override {

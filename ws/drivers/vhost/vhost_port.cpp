@@ -133,6 +133,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   PortInfo info() const override {
     PortInfo i{"net_vhost", queues_, queues_, 0, 65535};
     i.tx_offload_capa = tx_offload::checksums;
+    i.rx_offload_capa = rx_offload::scatter;  // descriptor chains longer than an mbuf arrive chained
     return i;
   }
   Result<void> do_configure(const PortConfig& c) override {
