@@ -2,6 +2,8 @@
 // Logging to stderr with the level as prefix.
 #include "ws/core/log.hpp"
 
+#include <syslog.h>
+
 #include <array>
 #include <atomic>
 #include <charconv>
@@ -70,11 +72,23 @@ std::uint64_t LogBudget::suppressed() const {
   return total_dropped_;
 }
 
+namespace {
+std::atomic<bool> to_syslog{false};
+}  // namespace
+
+void set_log_syslog(int facility) {
+  openlog(nullptr, LOG_PID | LOG_NDELAY, facility);
+  to_syslog.store(true, std::memory_order_release);
+}
+
 void log_line(LogLevel level, std::string_view line) {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
   std::fprintf(stderr, "%s: %.*s\n", level_names[static_cast<std::size_t>(level)].data(),
                static_cast<int>(line.size()), line.data());
+  // LogLevel numbers are syslog's priorities.
+  if (to_syslog.load(std::memory_order_acquire))
+    syslog(static_cast<int>(level), "%.*s", static_cast<int>(line.size()), line.data());
 }
 
 }  // namespace ws

@@ -20,7 +20,9 @@ void set_log_level(LogLevel level);
 LogLevel log_level();
 /// Parses DPDK's level names and numbers ("debug", "8", "info"...); false if unknown.
 bool parse_log_level(std::string_view text, LogLevel& out);
-/// Writes one line to stderr with its level, whatever the current level.
+/// From now on, lines also go to syslog under `facility` (LOG_DAEMON...), as DPDK's --syslog.
+void set_log_syslog(int facility);
+/// Writes one line to stderr with its level, whatever the current level (and to syslog, if set).
 void log_line(LogLevel level, std::string_view line);
 
 /// Formats (fmt syntax) and writes a line when `level` is at or below the current level.

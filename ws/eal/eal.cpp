@@ -40,8 +40,14 @@ Result<SimdLevel> apply_simd_option(const EalOptions& options) {
   return level;
 }
 
-Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_bytes) {
+void apply_log_options(const EalOptions& options) {
   set_log_level(options.log_level);
+  if (options.syslog_facility >= 0) set_log_syslog(options.syslog_facility);
+  if (options.version) log_line(LogLevel::info, "EAL: RTE Version: 'wirespeed " WS_VERSION_STRING "'");
+}
+
+Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_bytes) {
+  apply_log_options(options);
   if (auto ok = apply_simd_option(options); !ok) return std::unexpected(ok.error());
   auto eal = std::unique_ptr<Eal>(new Eal(std::move(options)));
   const EalOptions& o = eal->options_;

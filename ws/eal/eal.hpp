@@ -32,6 +32,9 @@ SplitArgs split_args(int argc, const char* const* argv);
 /// Sets the SIMD level that dispatch uses (ws/core/simd.hpp) from --force-max-simd-bitwidth and
 /// logs the choice at info level. Refused when the option names a level this CPU lacks.
 Result<SimdLevel> apply_simd_option(const EalOptions& options);
+/// Applies the logging options (--log-level, --syslog) and prints the version for -v, as
+/// DPDK's EAL does at start-up.
+void apply_log_options(const EalOptions& options);
 
 /// The environment an application runs in: memory, drivers, ports and lcores, created from
 /// EalOptions. Owns everything it creates; ports are stopped and destroyed before the pools

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <optional>
 
+#include <syslog.h>
+
 namespace ws {
 namespace {
 
@@ -70,18 +72,100 @@ Result<std::size_t> parse_socket_mem(std::string_view v) {
   return total;
 }
 
-// Options whose effect we provide by construction; accepting them keeps scripts unchanged.
-constexpr std::string_view satisfied_flags[] = {
-    "--in-memory",            // we create no runtime files
-    "--single-file-segments", // the arena is always a single memfd
-    "--no-shconf", "--no-hpet", "--legacy-mem",
+struct EalSpec {
+  std::string_view name;
+  std::string_view alias;  // a second spelling ("-a" for "--allow"), or empty
+  bool has_value;
+  std::string_view help;   // DPDK's words
+  OptionStatus status;
+  std::string_view why;    // accepted: why it changes nothing here; refused: what is missing
 };
-constexpr std::string_view satisfied_with_value[] = {
-    "-n",              // memory channels: a placement hint for hardware we do not use
-    "--huge-dir",      // hugetlb comes from memfd, no mount needed
-    "--proc-type",     // only primary processes exist
-    "--socket-limit",
+
+constexpr auto H = OptionStatus::honoured;
+constexpr auto A = OptionStatus::accepted;
+constexpr auto R = OptionStatus::refused;
+constexpr std::string_view no_vfio =
+    "wirespeed has no VFIO driver yet: PCI devices are driven through uio_pci_generic";
+constexpr std::string_view no_trace = "wirespeed has no trace points; profile with perf instead";
+
+// Every EAL option of DPDK 22.11, in the order of its --help. Honoured ones are parsed in
+// parse_eal_args; accepted ones are checked there or below and change nothing; refused ones
+// are refused with `why`.
+constexpr EalSpec eal_table[] = {
+    {"-c", "", true, "COREMASK         Hexadecimal bitmask of cores to run on", H, ""},
+    {"-l", "", true, "CORELIST         List of cores to run on", H, ""},
+    {"--lcores", "", true, "COREMAP    Map lcore set to physical cpu set", H, ""},
+    {"-s", "", true, "SERVICE COREMASK Hexadecimal bitmask of cores to be used as service cores", R,
+     "wirespeed has no service cores: every lcore runs the application's loop"},
+    {"-S", "", true, "SERVICE CORELIST List of cores to run services on", R,
+     "wirespeed has no service cores: every lcore runs the application's loop"},
+    {"--main-lcore", "", true, "ID     Core ID that is used as main", H, ""},
+    {"--mbuf-pool-ops-name", "", true, "Pool ops name for mbuf to use", A,
+     "the pool is always a lock-free ring with per-lcore caches, DPDK's ring_mp_mc, the only name accepted"},
+    {"-n", "", true, "CHANNELS         Number of memory channels", A,
+     "a placement hint for memory interleaving; the arena is one mapping"},
+    {"-m", "", true, "MB               Memory to allocate (see also --socket-mem)", H, ""},
+    {"-r", "", true, "RANKS            Force number of memory ranks (don't detect)", A,
+     "a placement hint for memory interleaving; the arena is one mapping"},
+    {"--block", "-b", true, "Add a device to the blocked list.", H, ""},
+    {"--allow", "-a", true, "Add a device to the allow list.", H, ""},
+    {"--vdev", "", true, "Add a virtual device.", H, ""},
+    {"--iova-mode", "", true, "Set IOVA mode. 'pa' for IOVA_PA 'va' for IOVA_VA", H, ""},
+    {"-d", "", true, "LIB.so|DIR       Add a driver or driver directory", R,
+     "drivers are built into libwirespeed; no plugins are loaded"},
+    {"--vmware-tsc-map", "", false, "Use VMware TSC map instead of native RDTSC", R,
+     "the TSC is always read with rdtsc; VMware's pseudo-TSC map is not read"},
+    {"--proc-type", "", true, "Type of this process (primary|secondary|auto)", A,
+     "wirespeed runs primary processes only: primary and auto are accepted, secondary refused"},
+    {"--syslog", "", true, "Set syslog facility", H, ""},
+    {"--log-level", "", true, "=<level> Set global log level", H, ""},
+    {"--trace", "", true, "=<regex-match> Enable trace based on regular expression trace name.", R, no_trace},
+    {"--trace-dir", "", true, "=<directory path> Specify trace directory for trace output.", R, no_trace},
+    {"--trace-bufsz", "", true, "=<int> Specify maximum size of allocated memory for trace output", R, no_trace},
+    {"--trace-mode", "", true, "=<o[verwrite] | d[iscard]> Specify the mode of update of trace output file.", R,
+     no_trace},
+    {"-v", "", false, "                  Display version information on startup", H, ""},
+    {"--help", "-h", false, "          This help", H, ""},
+    {"--in-memory", "", false, "Operate entirely in memory.", A, "wirespeed creates no runtime files"},
+    {"--base-virtaddr", "", true, "Base virtual address", A,
+     "the arena is shared by file descriptor, and peers map it wherever they like; no secondary process needs it at "
+     "one address"},
+    {"--telemetry", "", false, "Enable telemetry support (on by default)", H, ""},
+    {"--no-telemetry", "", false, "Disable telemetry support", H, ""},
+    {"--force-max-simd-bitwidth", "", true, "Force the max SIMD bitwidth", H, ""},
+    {"--huge-unlink", "", false, "[=existing|always|never] When to unlink files in hugetlbfs", A,
+     "the arena is a memfd: no file in hugetlbfs is ever created, so none is left to unlink"},
+    {"--no-huge", "", false, "Use malloc instead of hugetlbfs", H, ""},
+    {"--no-pci", "", false, "Disable PCI", H, ""},
+    {"--no-hpet", "", false, "Disable HPET", A, "the HPET is never used; time comes from the TSC"},
+    {"--no-shconf", "", false, "No shared config (mmap'd files)", A, "wirespeed creates no shared config files"},
+    {"--socket-mem", "", true, "Memory to allocate on sockets (comma separated values)", H, ""},
+    {"--socket-limit", "", true, "Limit memory allocation on sockets (comma separated values)", A,
+     "the arena is sized once at start-up and never grows"},
+    {"--huge-dir", "", true, "Directory where hugetlbfs is mounted", A,
+     "hugepages come from memfd_create(MFD_HUGETLB), which needs no mount"},
+    {"--file-prefix", "", true, "Prefix for hugepage filenames", H, ""},
+    {"--create-uio-dev", "", false, "Create /dev/uioX (usually done by hotplug)", A,
+     "the /dev/uioN nodes are udev's (or devtmpfs') to create"},
+    {"--vfio-intr", "", true, "Interrupt mode for VFIO (legacy|msi|msix)", R, no_vfio},
+    {"--vfio-vf-token", "", true, "VF token (UUID) shared between SR-IOV PF and VFs", R, no_vfio},
+    {"--legacy-mem", "", false, "Legacy memory mode (no dynamic allocation, contiguous segments)", A,
+     "the arena is always one segment allocated at start-up"},
+    {"--single-file-segments", "", false, "Put all hugepage memory in single files", A,
+     "the arena is always a single memfd"},
+    {"--match-allocations", "", false, "Free hugepages exactly as allocated", A,
+     "the arena is allocated once and freed at exit"},
+    {"--huge-worker-stack", "", false, "[=size] Allocate worker thread stacks from hugepage memory.", R,
+     "lcore threads keep stacks of the system's size"},
 };
+
+// The entry for `arg` ("--opt", "--opt=value", or a short option possibly glued to its value).
+const EalSpec* find_spec(std::string_view arg) {
+  const std::string_view name = arg.substr(0, arg.find('='));
+  for (const EalSpec& s : eal_table)
+    if (s.name == name || (!s.alias.empty() && s.alias == name)) return &s;
+  return nullptr;
+}
 
 // "-a 0000:00:04.0,key=value": the address must parse; the keys are the driver's to check.
 Result<void> check_pci_devargs(std::string_view option, std::string_view v) {
@@ -91,14 +175,50 @@ Result<void> check_pci_devargs(std::string_view option, std::string_view v) {
   return {};
 }
 
+// --syslog's facility names, as DPDK's EAL takes them.
+Result<int> parse_syslog_facility(std::string_view v) {
+  static constexpr std::pair<std::string_view, int> facilities[] = {
+      {"auth", LOG_AUTH},     {"cron", LOG_CRON},     {"daemon", LOG_DAEMON}, {"ftp", LOG_FTP},
+      {"kern", LOG_KERN},     {"lpr", LOG_LPR},       {"mail", LOG_MAIL},     {"news", LOG_NEWS},
+      {"syslog", LOG_SYSLOG}, {"user", LOG_USER},     {"uucp", LOG_UUCP},     {"local0", LOG_LOCAL0},
+      {"local1", LOG_LOCAL1}, {"local2", LOG_LOCAL2}, {"local3", LOG_LOCAL3}, {"local4", LOG_LOCAL4},
+      {"local5", LOG_LOCAL5}, {"local6", LOG_LOCAL6}, {"local7", LOG_LOCAL7}};
+  for (const auto& [name, f] : facilities)
+    if (v == name) return f;
+  return fail("--syslog {}: expected a facility: auth, cron, daemon, ftp, kern, lpr, mail, news, syslog, user, uucp, "
+              "local0 ... local7",
+              v);
+}
+
 }  // namespace
 
+std::string_view to_string(OptionStatus s) {
+  switch (s) {
+    case OptionStatus::honoured: return "honoured";
+    case OptionStatus::accepted: return "accepted";
+    case OptionStatus::refused: return "refused";
+  }
+  return "?";
+}
+
 std::string eal_usage() {
-  return "EAL options: -l LIST | -c MASK | --lcores MAP, --main-lcore N, --vdev DEVICE (repeatable), "
-         "-a|-w PCI_ADDRESS[,key=value...] (repeatable), -b PCI_ADDRESS (repeatable), --no-pci, --iova-mode pa|va, "
-         "--no-huge, -m MB | --socket-mem MB[,MB], --file-prefix NAME, --log-level LEVEL, --force-max-simd-bitwidth "
-         "64|128|256|512, and accepted for "
-         "compatibility: --in-memory, --single-file-segments, -n N, --huge-dir DIR";
+  std::string out = "EAL options:\n";
+  for (const EalSpec& s : eal_table) {
+    const std::string names = s.alias.empty() ? std::string(s.name) : fmt::format("{}, {}", s.alias, s.name);
+    out += fmt::format("  {} {}", names, s.help);
+    if (s.status == OptionStatus::refused) out += fmt::format(" [not available: {}]", s.why);
+    out += '\n';
+  }
+  return out;
+}
+
+std::vector<OptionDoc> eal_option_docs() {
+  std::vector<OptionDoc> out;
+  for (const EalSpec& s : eal_table) {
+    out.push_back({s.name, s.status, s.why});
+    if (!s.alias.empty()) out.push_back({s.alias, s.status, s.why});
+  }
+  return out;
 }
 
 Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
@@ -177,14 +297,44 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
       const std::string_view level = std::string_view(v).substr(v.rfind(':') == std::string::npos ? 0 : v.rfind(':') + 1);
       if (!parse_log_level(level, o.log_level))
         return fail("--log-level '{}': expected a level 1-8 or emerg|alert|crit|err|warning|notice|info|debug", v);
-    } else if (std::find(std::begin(satisfied_flags), std::end(satisfied_flags), arg) != std::end(satisfied_flags)) {
+    } else if (c.take("--telemetry", v, false)) {
+      o.telemetry = true;
+    } else if (c.take("-h", v, false) || c.take("--help", v, false)) {
+      o.help = true;
+    } else if (c.take("-v", v, false)) {
+      o.version = true;
+    } else if (c.take("--syslog", v)) {
+      auto f = parse_syslog_facility(v);
+      if (!f) return std::unexpected(f.error());
+      o.syslog_facility = *f;
+    } else if (c.take("--proc-type", v)) {
+      if (v != "primary" && v != "auto")
+        return fail("--proc-type {}: not available: wirespeed runs primary processes only (primary or auto)", v);
+    } else if (c.take("--mbuf-pool-ops-name", v)) {
+      if (v != "ring_mp_mc")
+        return fail("--mbuf-pool-ops-name {}: not available: the pool is a lock-free ring with per-lcore caches "
+                    "(ring_mp_mc)",
+                    v);
+    } else if (c.take("--base-virtaddr", v)) {
+      const std::string_view digits = std::string_view(v).substr(v.starts_with("0x") || v.starts_with("0X") ? 2 : 0);
+      std::uint64_t addr = 0;
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), addr, 16);
+      if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
+        return fail("--base-virtaddr {}: expected a hexadecimal address such as 0x100000000", v);
+    } else if (arg == "--huge-unlink" || arg.starts_with("--huge-unlink=")) {
+      const std::string_view value = arg == "--huge-unlink" ? "always" : std::string_view(arg).substr(14);
+      if (value != "existing" && value != "always" && value != "never")
+        return fail("--huge-unlink={}: expected existing, always or never", value);
       ++c.i;
-    } else if (auto it = std::find_if(std::begin(satisfied_with_value), std::end(satisfied_with_value),
-                                      [&](std::string_view n) { return arg == n || arg.starts_with(std::string(n) + "="); });
-               it != std::end(satisfied_with_value)) {
-      c.take(*it, v);
+    } else if (const EalSpec* spec = find_spec(arg)) {
+      if (spec->status == OptionStatus::refused)
+        return fail("EAL option {} is not available in wirespeed: {}", spec->name, spec->why);
+      // Accepted with no effect: take it and its value.
+      if (spec->status != OptionStatus::accepted || !c.take(arg.substr(0, arg.find('=')), v, spec->has_value)) {
+        if (!c.error) return fail("EAL option '{}' is malformed (wirespeed-testpmd --help lists the options)", arg);
+      }
     } else if (!c.error) {
-      return fail("unsupported EAL option '{}' ({})", arg, eal_usage());
+      return fail("unknown EAL option '{}' (wirespeed-testpmd --help lists the options)", arg);
     }
     if (c.error) return std::unexpected(*c.error);
   }

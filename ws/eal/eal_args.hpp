@@ -17,6 +17,22 @@
 
 namespace ws {
 
+/// How an option of DPDK's is taken here (docs/testpmd.md lists every one).
+enum class OptionStatus {
+  honoured,  ///< It does what it does in DPDK.
+  accepted,  ///< Accepted and checked, with no effect: what it asks for holds here by construction.
+  refused,   ///< Refused with the reason: it needs something wirespeed does not have.
+};
+/// "honoured", "accepted" or "refused".
+std::string_view to_string(OptionStatus s);
+
+/// One option as `--help` and docs/testpmd.md describe it.
+struct OptionDoc {
+  std::string_view name;  ///< "--rxq", "-l"
+  OptionStatus status;    ///< How it is taken.
+  std::string_view why;   ///< accepted: why it changes nothing here; refused: what is missing
+};
+
 /// The EAL part of a command line, as DPDK's EAL reads it.
 struct EalOptions {
   std::vector<LcoreConfig> lcores;  ///< -l, -c or --lcores; default: one lcore per available CPU
@@ -36,12 +52,17 @@ struct EalOptions {
   /// --force-max-simd-bitwidth: 64, 128, 256 or 512 caps the SIMD level dispatch picks
   /// (ws/core/simd.hpp); 0, the default, leaves the CPU's.
   unsigned max_simd_bitwidth = 0;
+  int syslog_facility = -1;  ///< --syslog FACILITY: log lines also go to syslog (LOG_* facility)
+  bool help = false;         ///< -h / --help: print the usage and exit
+  bool version = false;      ///< -v: print the version at start-up
 };
 
 /// Parses args (without argv[0]). Errors name the option, the value and what is accepted.
 Result<EalOptions> parse_eal_args(std::span<const std::string> args);
-/// One line listing the EAL options accepted, for usage messages.
+/// DPDK's EAL usage, with what each option does here.
 std::string eal_usage();
+/// Every EAL option DPDK 22.11 has.
+std::vector<OptionDoc> eal_option_docs();
 
 /// DPDK applications' -p PORTMASK: hexadecimal ("0x3" or "3"), bit i for port i, of
 /// `port_count` ports. The ports named, in increasing order. Refused, naming the text: not
