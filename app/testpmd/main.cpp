@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // wirespeed-testpmd: dpdk-testpmd's command line ([EAL options] -- [app options]) on wirespeed.
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -8,6 +11,7 @@
 #include <iostream>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -95,11 +99,24 @@ int main(int argc, char** argv) {
     }
     (after ? app_args : eal_args).push_back(std::move(a));
   }
+  // -h/--help, before anything else is checked: a newcomer's first command must work.
+  const auto asks_help = [](const std::vector<std::string>& args, bool short_too) {
+    return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a == "--help" || (short_too && a == "-h"); });
+  };
+  if (asks_help(eal_args, true) || asks_help(app_args, false)) {
+    std::printf("\nUsage: %s [EAL options] -- [testpmd options]\n\n%s\n%s", argv[0], eal_usage().c_str(),
+                app_usage().c_str());
+    return 0;
+  }
   auto eal = parse_eal_args(eal_args);
   if (!eal) return usage_error(eal.error().message);
   auto app = parse_app_args(app_args);
   if (!app) return usage_error(app.error().message);
-  set_log_level(eal->log_level);
+  apply_log_options(*eal);
+  // As dpdk-testpmd: --mlockall locks every page now and later, so that no page fault stalls an
+  // lcore; a failure (RLIMIT_MEMLOCK) is only a warning.
+  if (app->mlockall && mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+    std::fprintf(stderr, "Warning: mlockall() failed with error \"%s\"\n", std::strerror(errno));
   if (auto simd = apply_simd_option(*eal); !simd) return usage_error(simd.error().message);
   // Without SA_RESTART (which std::signal implies on glibc): the signal must interrupt the
   // prompt's blocking read of stdin, or -i would ignore Ctrl-C until the next line.

@@ -12,6 +12,8 @@ PortConfig Testpmd::port_config(const Port& p) const {
   c.rx_queues = app_.rxq;
   c.tx_queues = app_.txq;
   c.tx_offloads = p.config().tx_offloads;
+  c.rx_offloads = p.config().rx_offloads;
+  c.mtu = p.config().mtu;
   c.tx_segment_pool = pool_.get();
   // As dpdk-testpmd: RSS with more than one RX queue, Microsoft's key, a round-robin table;
   // done in software by ports whose device has no hash.

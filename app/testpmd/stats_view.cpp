@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Statistics output in dpdk-testpmd's layout, so scripts that parse it keep working.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <unistd.h>
@@ -34,16 +35,36 @@ void Testpmd::print_nic_stats(bool throughput, std::optional<std::uint16_t> only
                 "          Tx-bps: %12" PRIu64 "\n",
                 rate(s.ipackets, last.stats.ipackets), rate(s.ibytes, last.stats.ibytes) * 8,
                 rate(s.opackets, last.stats.opackets), rate(s.obytes, last.stats.obytes) * 8);
+    if (!app_.display_xstats.empty()) print_display_xstats(i, dt);
     std::printf("  %s############################%s\n", border, border);
     last = {s, now};
   }
   std::fflush(stdout);
 }
 
+// --display-xstats: the named xstats and their rates since the last show, in dpdk-testpmd's
+// layout; names the port lacks were reported once at start-up and are skipped.
+void Testpmd::print_display_xstats(std::size_t port, double seconds) {
+  if (last_xstats_.size() != ports_.size()) last_xstats_.resize(ports_.size());
+  auto& last = last_xstats_[port];
+  const std::vector<XStat> all = ports_[port]->xstats();
+  std::printf("\n%-31s%-17s%s\n", " ", "Value", "Rate (since last show)");
+  for (const std::string& name : app_.display_xstats) {
+    const auto x = std::find_if(all.begin(), all.end(), [&](const XStat& s) { return s.name == name; });
+    if (x == all.end()) continue;
+    const auto prev = last.find(name);
+    const std::uint64_t rate = seconds > 0 && prev != last.end() && x->value >= prev->second
+                                   ? static_cast<std::uint64_t>(static_cast<double>(x->value - prev->second) / seconds)
+                                   : 0;
+    std::printf("  %-25s%12" PRIu64 " %15" PRIu64 "\n", name.c_str(), x->value, rate);
+    last[name] = x->value;
+  }
+}
+
 void Testpmd::print_forward_stats() const {
   static constexpr const char* border = "----------------------";
   static constexpr const char* acc = "+++++++++++++++";
-  const std::size_t nports = app_.nb_ports ? *app_.nb_ports : ports_.size();
+  const std::size_t nports = fwd_ports_.size();
   std::uint64_t rx = 0, rx_dropped = 0, tx = 0, tx_dropped = 0, nombuf = 0;
   // As dpdk-testpmd: with more streams than ports (several queues), each stream that moved
   // anything first.
@@ -56,7 +77,7 @@ void Testpmd::print_forward_stats() const {
       std::printf("  RX-packets: %-14" PRIu64 " TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "\n", srx, stx,
                   sdrop);
     }
-  for (std::size_t i = 0; i < nports; ++i) {
+  for (const std::size_t i : fwd_ports_) {
     PortStats s = ports_[i]->stats();
     if (i < start_.size()) s -= start_[i].stats;
     std::uint64_t dropped = 0;
@@ -114,8 +135,7 @@ void Testpmd::print_forward_stats() const {
 
 void Testpmd::print_fwd_config() const {
   std::printf("%s packet forwarding - ports=%zu - cores=%u - streams=%zu - burst=%u\n",
-              std::string(engine_->name).c_str(), app_.nb_ports ? *app_.nb_ports : ports_.size(), fwd_core_count_,
-              streams_.size(), app_.burst);
+              std::string(engine_->name).c_str(), fwd_ports_.size(), fwd_core_count_, streams_.size(), app_.burst);
   for (std::size_t i = 0; i < streams_.size(); ++i) {
     const Stream& s = *streams_[i];
     std::printf("  stream %zu: RX P=%u/Q=%u -> TX P=%u/Q=%u peer=%s\n", i, s.rx_port_id, s.rx_queue, s.tx_port_id,

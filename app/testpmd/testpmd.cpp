@@ -3,7 +3,9 @@
 #include "app/testpmd/testpmd.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "app/testpmd/prompt/verbose_port.hpp"
 #include "ws/core/log.hpp"
@@ -46,11 +48,7 @@ Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app)
   auto tp = std::unique_ptr<Testpmd>(new Testpmd(std::move(eal), std::move(app)));
   const EalOptions& e = tp->eal_;
   const AppOptions& a = tp->app_;
-  const auto fwd_lcores = e.lcores.size() - 1;
-  if (a.nb_cores > fwd_lcores)
-    return fail("--nb-cores={}: only {} forwarding lcore(s) available (the {} lcores given minus the main lcore); "
-                "add lcores with -l or --lcores",
-                a.nb_cores, fwd_lcores, e.lcores.size());
+  if (auto ok = tp->choose_fwd_lcores(); !ok) return std::unexpected(ok.error());
   tp->engine_ = find_engine(a.forward_mode);
   if (!tp->engine_) return fail("--forward-mode={}: unknown mode", a.forward_mode);
   if (auto ok = check_mode_fits(*tp->engine_, a); !ok) return std::unexpected(ok.error());
@@ -61,12 +59,64 @@ Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app)
   if (auto ok = tp->find_pci_devices(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->create_memory(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->create_ports(); !ok) return std::unexpected(ok.error());
+  if (auto ok = tp->choose_fwd_ports(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->setup_streams(); !ok) return std::unexpected(ok.error());
   return tp;
 }
 
 Testpmd::~Testpmd() {
   if (!shut_down_) (void)shutdown();
+}
+
+// As dpdk-testpmd's set_fwd_lcores_mask: --coremask names forwarding lcores, which must be
+// given to the EAL and cannot be the main one; without it, every lcore but the main one.
+Result<void> Testpmd::choose_fwd_lcores() {
+  fwd_lcore_ids_.clear();
+  for (const auto& l : eal_.lcores) {
+    if (app_.coremask && (l.id >= 64 || (*app_.coremask >> l.id & 1) == 0)) continue;
+    if (l.id == eal_.main_lcore) {
+      if (app_.coremask)
+        return fail("--coremask={:#x}: lcore {} cannot be masked on for running packet forwarding, which is the main "
+                    "lcore and reserved for command line parsing only",
+                    *app_.coremask, l.id);
+      continue;
+    }
+    fwd_lcore_ids_.push_back(l.id);
+  }
+  if (app_.coremask) {
+    for (unsigned id = 0; id < 64; ++id)
+      if ((*app_.coremask >> id & 1) &&
+          std::none_of(eal_.lcores.begin(), eal_.lcores.end(), [&](const LcoreConfig& l) { return l.id == id; }))
+        return fail("--coremask={:#x}: lcore {} is not enabled (give it to the EAL with -l or --lcores)", *app_.coremask,
+                    id);
+    // As dpdk-testpmd, the mask also sets the number of forwarding cores, unless --nb-cores does.
+    if (!app_.nb_cores_given) app_.nb_cores = static_cast<unsigned>(fwd_lcore_ids_.size());
+  }
+  if (app_.nb_cores > fwd_lcore_ids_.size())
+    return fail("--nb-cores={}: only {} forwarding lcore(s) available (the {} lcores given minus the main lcore{}); "
+                "add lcores with -l or --lcores",
+                app_.nb_cores, fwd_lcore_ids_.size(), eal_.lcores.size(), app_.coremask ? ", within --coremask" : "");
+  return {};
+}
+
+Result<void> Testpmd::choose_fwd_ports() {
+  fwd_ports_.clear();
+  if (app_.fwd_ports.empty()) {
+    for (std::uint16_t p = 0; p < ports_.size(); ++p) fwd_ports_.push_back(p);
+  } else {
+    for (std::uint16_t p : app_.fwd_ports) {
+      if (p >= ports_.size())
+        return fail("--portmask/--portlist: port {} does not exist ({} port(s): 0 to {})", p, ports_.size(),
+                    ports_.size() - 1);
+      fwd_ports_.push_back(p);
+    }
+  }
+  if (app_.nb_ports) {
+    if (*app_.nb_ports > fwd_ports_.size())
+      return fail("--nb-ports={}: only {} forwarding ports exist", *app_.nb_ports, fwd_ports_.size());
+    fwd_ports_.resize(*app_.nb_ports);
+  }
+  return {};
 }
 
 // As DPDK's PCI bus: with -a, those devices (each must exist, have a driver and be ours to
@@ -147,8 +197,6 @@ Result<void> Testpmd::create_ports() {
     ports_.push_back(std::move(*port));
   }
   if (ports_.size() > max_ports) return fail("{} ports given; at most {} are supported", ports_.size(), max_ports);
-  if (app_.nb_ports && *app_.nb_ports > ports_.size())
-    return fail("--nb-ports={}: only {} ports exist", *app_.nb_ports, ports_.size());
   for (auto& p : ports_) {
     std::printf("Configuring Port %u (socket 0)\n", p->id());
     const std::string where = fmt::format("port {} ({})", p->id(), p->name());
@@ -159,24 +207,38 @@ Result<void> Testpmd::create_ports() {
     csum.tcp_hw = (app_.tx_offloads & tx_offload::tcp_cksum) != 0;
     PortConfig config = port_config(*p);
     config.tx_offloads |= app_.tx_offloads;
-    if (auto ok = p->configure(config); !ok) return std::unexpected(ok.error());
+    config.rx_offloads |= app_.rx_offloads;
+    if (app_.max_pkt_len) config.mtu = static_cast<std::uint16_t>(std::min<std::uint32_t>(app_.max_pkt_len - 18, 65535));
+    if (auto ok = p->configure(config); !ok) {
+      // dpdk-testpmd's lines, which scripts match, then the reason it exits.
+      std::fprintf(stderr, "%s\nFail to configure port %u\n", ok.error().message.c_str(), p->id());
+      return fail("Start ports failed: port {} ({}): {}", p->id(), p->name(), ok.error().message);
+    }
     for (std::uint16_t q = 0; q < app_.rxq; ++q)
       if (auto ok = p->setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
     for (std::uint16_t q = 0; q < app_.txq; ++q)
       if (auto ok = p->setup_tx_queue(q, {app_.txd}); !ok) return with_context(ok.error(), where);
   }
   for (auto& p : ports_) {
+    if (!app_.start_devices) break;  // --disable-device-start: "port start" does it
     if (auto ok = p->start(); !ok) {
       for (auto& started : ports_) started->stop();
       return std::unexpected(ok.error());
     }
     std::printf("Port %u: %s\n", p->id(), p->mac().to_string().c_str());
   }
+  // --display-xstats: as dpdk-testpmd, names a port lacks are reported once and then skipped.
+  for (auto& p : ports_) {
+    const std::vector<XStat> all = p->xstats();
+    for (const std::string& name : app_.display_xstats)
+      if (std::none_of(all.begin(), all.end(), [&](const XStat& x) { return x.name == name; }))
+        std::printf("No xstat '%s' on port %u - skip it\n", name.c_str(), p->id());
+  }
   return {};
 }
 
 Result<void> Testpmd::setup_streams() {
-  const std::size_t nports = app_.nb_ports ? *app_.nb_ports : ports_.size();
+  const std::size_t nports = fwd_ports_.size();
   fwd_config_.burst = app_.burst;
   fwd_config_.txpkts = app_.txpkts;
   fwd_config_.tx_pkt_length = 0;
@@ -192,6 +254,11 @@ Result<void> Testpmd::setup_streams() {
   for (const auto& [port, mac] : app_.eth_peers) fwd_config_.peer_mac[port] = mac;
   fwd_config_.rx_ptype_counts = app_.rx_ptype_counts;
   fwd_config_.record_burst_stats = app_.record_burst_stats;
+  fwd_config_.tx_ip_src = app_.tx_ip_src;
+  fwd_config_.tx_ip_dst = app_.tx_ip_dst;
+  fwd_config_.tx_udp_src = app_.tx_udp_src;
+  fwd_config_.tx_udp_dst = app_.tx_udp_dst;
+  fwd_config_.txonly_multi_flow = app_.txonly_multi_flow;
   for (const auto& [port, ip] : app_.icmpecho_ips) {  // port max_ports: every port
     for (std::size_t p = 0; p < max_ports; ++p)
       if (port == p || (port == max_ports && !app_.icmpecho_ips.contains(static_cast<std::uint16_t>(p))))
@@ -201,12 +268,13 @@ Result<void> Testpmd::setup_streams() {
   // queues with TX queue = RX queue, so that no two streams (and lcores) share a TX queue.
   const std::uint16_t queues = std::min(app_.rxq, app_.txq);
   for (std::uint16_t q = 0; q < queues; ++q) {
-    for (std::size_t rxp = 0; rxp < nports; ++rxp) {
+    for (std::size_t i = 0; i < nports; ++i) {
       auto s = std::make_unique<Stream>();
-      const std::uint16_t txp = tx_port_for(app_.topology, rxp, nports);
+      const std::uint16_t rxp = fwd_ports_[i];
+      const std::uint16_t txp = fwd_ports_[tx_port_for(app_.topology, i, nports)];
       s->rx_port = ports_[rxp].get();
       s->tx_port = ports_[txp].get();
-      s->rx_port_id = static_cast<std::uint16_t>(rxp);
+      s->rx_port_id = rxp;
       s->tx_port_id = txp;
       s->rx_queue = q;
       s->tx_queue = q;
@@ -223,6 +291,26 @@ Result<void> Testpmd::setup_streams() {
   return {};
 }
 
+// As dpdk-testpmd's flush_fwd_rx_queues: what the forwarding ports received while no one
+// polled (before start, or between stop and start) is freed, twice 10 ms apart, so that the
+// run's counts start from an empty pipe. --no-flush-rx keeps it (pcap replays use that).
+void Testpmd::flush_rx_queues() {
+  Mbuf* pkts[max_burst_slots];
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::uint16_t p : fwd_ports_) {
+      for (std::uint16_t q = 0; q < ports_[p]->config().rx_queues; ++q) {
+        // Bounded, as dpdk-testpmd's one-second timer: a port that keeps receiving stops the flush.
+        for (int burst = 0; burst < 1024; ++burst) {
+          const std::uint16_t n = ports_[p]->rx_burst(q, pkts, max_burst_slots);
+          if (n == 0) break;
+          mbuf_free_bulk(std::span<Mbuf* const>(pkts, n));
+        }
+      }
+    }
+    if (pass == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 Result<void> Testpmd::set_forward_mode(std::string_view mode) {
   if (forwarding()) return fail("stop forwarding before changing the mode");
   const Engine* e = find_engine(mode);
@@ -236,6 +324,9 @@ Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
   if (forwarding()) return fail("packet forwarding already started");
   if (auto ok = check_mode_fits(*engine_, app_); !ok) return ok;
   if (reconfig_pending()) return fail("a port configuration is pending: run 'port start all' first");
+  for (std::uint16_t p : fwd_ports_)
+    if (!ports_[p]->started()) return fail("Not all ports were started (port {} is stopped: 'port start all')", p);
+  if (app_.flush_rx) flush_rx_queues();
   // verbose > 0: streams receive and/or send through proxies that print each burst; otherwise
   // straight through the port, so the plain loop carries no verbose check.
   make_verbose_proxies();
@@ -262,14 +353,15 @@ Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
     lc->lcore_id = plan.lcore_id;
     lc->record_cycles = app_.record_core_cycles;
     lc->streams = plan.streams;
+    for (Stream* st : plan.streams) st->lcore_id = static_cast<std::uint16_t>(plan.lcore_id);
     fwd_lcores_.push_back(std::move(lc));
   }
   start_tsc_ = rdtsc();
   stop_tsc_ = 0;
   launch_lcores();
-  std::printf("%s packet forwarding - ports=%zu - cores=%u - streams=%zu - NUMA support enabled, MP allocation mode: native\n",
-              std::string(engine_->name).c_str(), app_.nb_ports ? *app_.nb_ports : ports_.size(), fwd_core_count_,
-              streams_.size());
+  std::printf("%s packet forwarding - ports=%zu - cores=%u - streams=%zu - NUMA support %s, MP allocation mode: native\n",
+              std::string(engine_->name).c_str(), fwd_ports_.size(), fwd_core_count_, streams_.size(),
+              app_.numa ? "enabled" : "disabled");
   std::fflush(stdout);
   return {};
 }
@@ -346,9 +438,7 @@ Result<void> Testpmd::shutdown() {
 namespace ws::testpmd {
 
 std::vector<CorePlan> Testpmd::core_plan() const {
-  std::vector<unsigned> fwd_ids;
-  for (const auto& l : eal_.lcores)
-    if (l.id != eal_.main_lcore) fwd_ids.push_back(l.id);
+  const std::vector<unsigned>& fwd_ids = fwd_lcore_ids_;
   std::vector<CorePlan> plan;
   if (fwd_core_count_ == 0) return plan;
   // Spread streams over lcores as dpdk-testpmd: the last lcores take one extra when uneven.
@@ -379,7 +469,7 @@ Result<void> Testpmd::set_burst(std::uint16_t n) {
 
 Result<void> Testpmd::set_nb_cores(unsigned n) {
   if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
-  const unsigned available = static_cast<unsigned>(eal_.lcores.size() - 1);
+  const auto available = static_cast<unsigned>(fwd_lcore_ids_.size());
   if (n == 0 || n > available)
     return fail("nbcore {}: accepted [1, {}] (the forwarding lcores given with -l/--lcores)", n, available);
   app_.nb_cores = n;

@@ -2,6 +2,7 @@
 // The testpmd application state: ports, the mbuf pool, streams and forwarding lcores, and the
 // start/stop/teardown sequence. main.cpp parses the command line and drives it.
 #pragma once
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,7 @@ class Testpmd {
 
   void print_nic_stats(bool throughput, std::optional<std::uint16_t> only = std::nullopt);  // only: one port
   void print_forward_stats() const;
+  void print_display_xstats(std::size_t port, double seconds);  // --display-xstats
   void print_fwd_config() const;
   // Stops ports, returns every mbuf and checks the pool; error if any mbuf is missing.
   Result<void> shutdown();
@@ -98,6 +100,8 @@ class Testpmd {
   double forwarding_seconds() const;
   std::uint64_t forwarded_packets() const;  // per engine: what "Mpps" means for the summary
   unsigned forwarding_cores() const { return fwd_core_count_; }
+  // The ports forwarding uses (--portmask, --portlist, --nb-ports), in increasing order.
+  const std::vector<std::uint16_t>& fwd_ports() const { return fwd_ports_; }
   std::uint64_t tsc_at_start() const { return start_tsc_; }
   const std::vector<PortSnapshot>& start_snapshots() const { return start_; }
   std::uint64_t mbufs_in_use_at_exit() const { return leaked_; }
@@ -107,7 +111,10 @@ class Testpmd {
   Result<void> find_pci_devices();  // the PCI devices to drive, checked, before any memory
   Result<void> create_memory();
   Result<void> create_ports();
+  Result<void> choose_fwd_lcores();  // --coremask, or every lcore but the main one
+  Result<void> choose_fwd_ports();   // --portmask/--portlist and --nb-ports, checked against the ports
   Result<void> setup_streams();
+  void flush_rx_queues();            // as dpdk-testpmd's flush_fwd_rx_queues
   Result<void> reconfigure_port(Port& p);
   // What configure() gets for `p`: queue counts, and the TX offloads the csum settings enabled.
   PortConfig port_config(const Port& p) const;
@@ -137,8 +144,11 @@ class Testpmd {
   std::vector<std::unique_ptr<FwdLcore>> fwd_lcores_;
   std::vector<LcoreThread> lcores_;
   unsigned fwd_core_count_ = 0;
+  std::vector<unsigned> fwd_lcore_ids_;     // lcores forwarding may run on, in order
+  std::vector<std::uint16_t> fwd_ports_;    // ports forwarding uses
   std::vector<PortSnapshot> start_;
   std::vector<PortSnapshot> last_show_;
+  std::vector<std::map<std::string, std::uint64_t>> last_xstats_;  // per port: --display-xstats values shown
   std::uint64_t start_tsc_ = 0;
   std::uint64_t stop_tsc_ = 0;
   std::uint64_t leaked_ = 0;

@@ -54,6 +54,12 @@ struct FwdConfig {
   std::array<std::uint32_t, max_ports> icmpecho_ip_be{};  // --icmpecho-ip; 0: icmpecho answers any address
   bool rx_ptype_counts = false;  // --rx-ptype-counts: rxonly classifies and counts packet types
   bool record_burst_stats = false;  // --record-burst-stats: burst size spread per stream
+  // txonly's packets (--tx-ip, --tx-udp, host order) and --txonly-multi-flow.
+  std::uint32_t tx_ip_src = 0xc6120001;  // 198.18.0.1
+  std::uint32_t tx_ip_dst = 0xc6120002;  // 198.18.0.2
+  std::uint16_t tx_udp_src = 9;
+  std::uint16_t tx_udp_dst = 9;
+  bool txonly_multi_flow = false;
 };
 
 // --record-burst-stats: how many bursts returned each size, 0 to max_burst_slots (dpdk-testpmd's
@@ -77,6 +83,8 @@ struct alignas(cache_line_bytes) Stream {
   PktmbufPool* pool = nullptr;
   const FwdConfig* config = nullptr;
   std::uint32_t next_flow = 0;  // flowgen state, owned by the polling lcore
+  std::uint8_t ip_var = 0;      // --txonly-multi-flow's source address counter, owned by the polling lcore
+  std::uint16_t lcore_id = 0;   // the lcore polling this stream (set when forwarding starts)
   std::array<std::uint8_t, udp_header_bytes> udp_header{};  // txonly's frame header for tx_port
 
   // Written by the polling lcore only (Counter: single writer, any reader).

@@ -26,6 +26,21 @@ bool add_segments(Stream& s, Mbuf* head) noexcept {
   return true;
 }
 
+// --txonly-multi-flow, as dpdk-testpmd: each packet's IPv4 source is the destination address
+// with an 8-bit counter in its third byte, plus the lcore id, so that a receiver's RSS spreads
+// the flows. The UDP checksum is 0 (none), so only the IPv4 header's is redone.
+void vary_flows(Stream& s, Mbuf** pkts, std::uint16_t n) noexcept {
+  for (std::uint16_t i = 0; i < n; ++i) {
+    Ipv4Hdr ip;
+    std::uint8_t* at = pkts[i]->data() + sizeof(EtherHdr);
+    std::memcpy(&ip, at, sizeof ip);
+    ip.src_addr_be = to_be32((s.config->tx_ip_dst | (std::uint32_t{s.ip_var++} << 8)) + s.lcore_id);
+    ip.hdr_checksum = 0;
+    ip.hdr_checksum = ipv4_header_checksum(ip);
+    std::memcpy(at, &ip, sizeof ip);
+  }
+}
+
 std::uint16_t txonly_forward(Stream& s) noexcept {
   Mbuf* pkts[max_burst_slots];
   std::uint16_t n = s.config->burst;
@@ -48,6 +63,7 @@ std::uint16_t txonly_forward(Stream& s) noexcept {
     }
   }
   if (n == 0) return 0;
+  if (s.config->txonly_multi_flow) vary_flows(s, pkts, n);
   s.generated.add(n);
   const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
   record_tx_burst(s, sent);
@@ -69,10 +85,11 @@ std::array<std::uint8_t, udp_header_bytes> udp_frame_header(const FwdConfig& con
   ip.ttl = 64;
   ip.next_proto_id = ip_proto_udp;
   ip.total_length_be = to_be16(static_cast<std::uint16_t>(length - sizeof(EtherHdr)));
-  ip.src_addr_be = to_be32((198u << 24) | (18u << 16) | 1u);  // dpdk-testpmd's txonly addresses
-  ip.dst_addr_be = to_be32((198u << 24) | (18u << 16) | 2u);
+  ip.src_addr_be = to_be32(config.tx_ip_src);
+  ip.dst_addr_be = to_be32(config.tx_ip_dst);
   ip.hdr_checksum = ipv4_header_checksum(ip);
-  UdpHdr udp{to_be16(9), to_be16(9), to_be16(static_cast<std::uint16_t>(length - sizeof(EtherHdr) - sizeof(Ipv4Hdr))), 0};
+  UdpHdr udp{to_be16(config.tx_udp_src), to_be16(config.tx_udp_dst),
+             to_be16(static_cast<std::uint16_t>(length - sizeof(EtherHdr) - sizeof(Ipv4Hdr))), 0};
   std::memcpy(out.data(), &eth, sizeof eth);
   std::memcpy(out.data() + sizeof eth, &ip, sizeof ip);
   std::memcpy(out.data() + sizeof eth + sizeof ip, &udp, sizeof udp);
