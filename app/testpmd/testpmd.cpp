@@ -61,6 +61,7 @@ Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app)
   if (auto ok = tp->create_ports(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->choose_fwd_ports(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->setup_streams(); !ok) return std::unexpected(ok.error());
+  tp->start_link_monitor();
   return tp;
 }
 
@@ -413,7 +414,38 @@ std::uint64_t Testpmd::forwarded_packets() const {
   return generator ? t.tx : t.rx;
 }
 
+void Testpmd::start_link_monitor() {
+  if (!app_.lsc_interrupt || (app_.event_print_mask & event_type::intr_lsc) == 0 || link_monitor_.joinable()) return;
+  link_monitor_stop_.store(false, std::memory_order_relaxed);
+  link_monitor_ = std::thread([this] {
+    std::vector<bool> up;
+    {
+      std::lock_guard lock(control_mutex_);
+      for (const auto& p : ports_) up.push_back(p->link().up);
+    }
+    while (!link_monitor_stop_.load(std::memory_order_relaxed)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      // A command holding the mutex may be reconfiguring a port: look again next time.
+      std::unique_lock lock(control_mutex_, std::try_to_lock);
+      if (!lock.owns_lock()) continue;
+      for (std::size_t i = 0; i < ports_.size() && i < up.size(); ++i) {
+        const bool now = ports_[i]->link().up;
+        if (now == up[i]) continue;
+        up[i] = now;
+        std::printf("\nPort %zu: link state change event\n", i);
+        std::fflush(stdout);
+      }
+    }
+  });
+}
+
+void Testpmd::stop_link_monitor() {
+  link_monitor_stop_.store(true, std::memory_order_relaxed);
+  if (link_monitor_.joinable()) link_monitor_.join();
+}
+
 Result<void> Testpmd::shutdown() {
+  stop_link_monitor();
   if (shut_down_) return {};
   shut_down_ = true;
   if (!pool_) return {};  // create() failed before the pool (and so any port) existed

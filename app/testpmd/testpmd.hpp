@@ -4,7 +4,9 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <vector>
 
@@ -53,6 +55,11 @@ class Testpmd {
   void print_fwd_config() const;
   // Stops ports, returns every mbuf and checks the pool; error if any mbuf is missing.
   Result<void> shutdown();
+  // Link state change events, as dpdk-testpmd prints them ("Port N: link state change event"):
+  // a control thread polls every port's link every 100 ms (virtual devices raise no interrupt
+  // here). Off with --no-lsc-interrupt or --mask-event intr_lsc. Stopped by shutdown().
+  void start_link_monitor();
+  void stop_link_monitor();
 
   // ---- run-time settings (prompt, control thread). Those that change what the lcores read
   // refuse while forwarding runs; port settings refuse unless the ports are stopped. ----
@@ -158,6 +165,8 @@ class Testpmd {
   std::vector<std::unique_ptr<Port>> verbose_ports_;  // per port: printing proxies (verbose > 0)
   std::vector<std::unique_ptr<Port>> rx_taps_;     // per port: capture proxies
   std::mutex control_mutex_;
+  std::thread link_monitor_;
+  std::atomic<bool> link_monitor_stop_{false};
 };
 
 }  // namespace ws::testpmd

@@ -217,6 +217,12 @@ bool VhostFrontend::backend_gone(int timeout_ms) {
   return ::poll(&p, 1, timeout_ms) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+bool VhostFrontend::backend_closed() const {
+  if (sock_ < 0) return true;
+  pollfd p{sock_, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 bool VhostFrontend::accept_backend(const std::atomic<bool>& stop) {
   ::close(sock_);
   sock_ = -1;

@@ -67,6 +67,9 @@ class VhostFrontend {
   // Server mode, reconnection: whether the backend went away within `timeout_ms`; then a new
   // backend accepted (false when `stop` was set first).
   bool backend_gone(int timeout_ms);
+  // Client mode: whether the backend has closed its end (a poll, no wait), as DPDK's
+  // virtio_user checks the socket when asked for the link.
+  bool backend_closed() const;
   bool accept_backend(const std::atomic<bool>& stop);
 
  private:

@@ -91,12 +91,19 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
     features_ = frontend_.features();
     return {};
   }
-  LinkStatus link() const override { return {started(), o_.speed_mbps, true}; }
+  // Down once the backend has gone, as DPDK's virtio_user: server mode knows it from the
+  // monitor, client mode asks the socket (nothing else reads it while the port runs).
+  LinkStatus link() const override {
+    const bool up = started() && (frontend_.server() ? backend_up_.load(std::memory_order_acquire)
+                                                     : !frontend_.backend_closed());
+    return {up, o_.speed_mbps, true};
+  }
 
  protected:
   Result<void> start_device() override {
     if (auto ok = setup_device(false); !ok) return ok;
     if (frontend_.server()) {  // server=1: serve a backend that goes away and comes back
+      backend_up_.store(true, std::memory_order_release);
       monitor_stop_.store(false, std::memory_order_relaxed);
       monitor_ = std::thread([this] { monitor(); });
     }
@@ -128,6 +135,7 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
   virtio::VhostFrontend frontend_;
   // server=1: reconnects a backend while started; between start and stop it alone uses the socket.
   std::thread monitor_;
+  std::atomic<bool> backend_up_{true};  // server=1: false from the backend's leaving to its return
   std::atomic<bool> monitor_stop_{false};
 };
 
@@ -140,6 +148,7 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
 void VirtioUserPort::monitor() {
   while (!monitor_stop_.load(std::memory_order_relaxed)) {
     if (!frontend_.backend_gone(100)) continue;
+    backend_up_.store(false, std::memory_order_release);
     log(LogLevel::warning, "{}: the vhost backend went away; waiting for it on '{}'", name(), o_.path);
     bool rings_ready = !packed();  // split rings resume at their used index
     for (;;) {
@@ -156,6 +165,7 @@ void VirtioUserPort::monitor() {
       if (ok) break;
       log(LogLevel::warning, "{}: the reconnected backend: {}", name(), ok.error().message);
     }
+    backend_up_.store(true, std::memory_order_release);
     log(LogLevel::info, "{}: the vhost backend is back", name());
   }
 }
