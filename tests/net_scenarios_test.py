@@ -135,7 +135,7 @@ class NetCase(unittest.TestCase):
         inp, out = self.path("in.pcap"), self.path("out.pcap")
         write_pcap(inp, frames)
         s, desc = self.run_testpmd(EAL + ["--vdev", "net_pcap0,rx_pcap={},tx_pcap={}".format(inp, out)],
-                                   ["--forward-mode=" + mode, "--port-topology=loop", "--auto-start", "--duration=1"]
+                                   ["--forward-mode=" + mode, "--port-topology=loop", "--auto-start", "--no-flush-rx", "--duration=1"]
                                    + list(extra))
         self.assertEqual(s["totals"]["rx_packets"], len(frames), desc)
         self.assertEqual(s["totals"]["tx_packets"], len(frames), desc)
@@ -220,7 +220,7 @@ class CsumOffloadCommands(NetCase):
                               "csum set tcp hw 0", "csum set sctp hw 0", "tso set {} 0".format(segsz), "tso show 0",
                               "csum show 0", "port start all"])
         s, desc = self.run_testpmd(EAL + ["--vdev", "net_pcap0,rx_pcap={},tx_pcap={}".format(inp, out)],
-                                   ["--forward-mode=csum", "--port-topology=loop", "--cmdline-file", cmds,
+                                   ["--forward-mode=csum", "--port-topology=loop", "--no-flush-rx", "--cmdline-file", cmds,
                                     "--duration=1"])
         for needle in ["Please stop port 0 first", "IP checksum offload is hw", "UDP checksum offload is hw",
                        "TCP checksum offload is hw", "no SCTP CRC32c",
@@ -280,7 +280,7 @@ class SoftwareRss(NetCase):
                     "port start all\n")
         dev = "net_pcap0,rx_pcap={},rx_pcap={},tx_pcap={},tx_pcap={}".format(inp, empty, *outs)
         s, desc = self.run_testpmd(EAL + ["--vdev", dev], ["--forward-mode=csum", "--port-topology=loop", "--rxq=2",
-                                                          "--txq=2", "--rss-udp", "--cmdline-file", cmds,
+                                                          "--txq=2", "--rss-udp", "--no-flush-rx", "--cmdline-file", cmds,
                                                           "--duration=1"])
         for needle in ["RSS functions:\n  ipv4 ipv6 ipv4-udp ipv6-udp", "Port 0 hashes in software",
                        "Please stop all ports first", "RSS hash types set to ipv4 ipv6"]:

@@ -115,7 +115,7 @@ class PcapCase(unittest.TestCase):
     def forward_file(self, source, expect):
         out = self.path("out.pcap")
         p, s, where = self.run_testpmd(["net_pcap0,rx_pcap={},tx_pcap={}".format(source, out)],
-                                       ["--forward-mode=io", "--duration", "0.5"])
+                                       ["--forward-mode=io", "--no-flush-rx", "--duration", "0.5"])
         self.assertEqual(p.returncode, 0, where)
         self.assertEqual(s["ports"][0]["rx_packets"], len(expect), where)
         self.assertEqual(s["ports"][0]["tx_packets"], len(expect), where)
@@ -177,7 +177,7 @@ class RoundTrip(PcapCase):
         write_pcap(self.path("b.pcap"), b)
         dev = "net_pcap0,rx_pcap={},rx_pcap={},tx_pcap={},tx_pcap={}".format(
             self.path("a.pcap"), self.path("b.pcap"), self.path("oa.pcap"), self.path("ob.pcap"))
-        p, s, where = self.run_testpmd([dev], ["--forward-mode=io", "--rxq=2", "--txq=2", "--duration", "0.5"])
+        p, s, where = self.run_testpmd([dev], ["--forward-mode=io", "--rxq=2", "--txq=2", "--no-flush-rx", "--duration", "0.5"])
         self.assertEqual(p.returncode, 0, where)
         self.assertEqual(s["ports"][0]["rx_packets"], 17, where)
         self.assertEqual(tshark_frames(self.path("oa.pcap")), a)
@@ -219,7 +219,7 @@ class PacketTypes(PcapCase):
     def test_rxonly_counts_packet_types_per_port(self):
         write_pcap(self.path("mixed.pcap"), mixed_frames())
         p, s, where = self.run_testpmd(["net_pcap0,rx_pcap=" + self.path("mixed.pcap")],
-                                       ["--forward-mode=rxonly", "--rx-ptype-counts", "--duration", "0.5"])
+                                       ["--forward-mode=rxonly", "--rx-ptype-counts", "--no-flush-rx", "--duration", "0.5"])
         self.assertEqual(p.returncode, 0, where)
         types = s["ports"][0]["ptypes"]
         expect = {"ether": 5, "arp": 1, "vlan": 1, "ipv4": 5, "ipv6": 1, "tcp": 2, "udp": 2, "icmp": 1, "frag": 1,
@@ -228,7 +228,7 @@ class PacketTypes(PcapCase):
         self.assertIn("Packet types: ether 5 arp 1 vlan 1 ipv4 5 ipv6 1 tcp 2 udp 2 icmp 1 frag 1", p.stdout, where)
         # Without the option, rxonly does not classify (as dpdk-testpmd).
         p, s, where = self.run_testpmd(["net_pcap0,rx_pcap=" + self.path("mixed.pcap")],
-                                       ["--forward-mode=rxonly", "--duration", "0.3"])
+                                       ["--forward-mode=rxonly", "--no-flush-rx", "--duration", "0.3"])
         self.assertNotIn("ptypes", s["ports"][0], where)
 
 
@@ -342,7 +342,7 @@ class EndToEndGate(PcapCase):
             self.assertEqual(row[:5], ["64", "198.18.0.1", "198.18.0.2", "9", "9"])
         # 2. io forwarding from that capture into another.
         p, s, where = self.run_testpmd(["net_pcap0,rx_pcap={},tx_pcap={}".format(gen, out)],
-                                       ["--forward-mode=io", "--duration", "0.5"])
+                                       ["--forward-mode=io", "--no-flush-rx", "--duration", "0.5"])
         self.assertEqual(p.returncode, 0, where)
         self.assertEqual(s["ports"][0]["rx_packets"], sent, where)
         self.assertEqual(s["ports"][0]["tx_packets"], sent, where)

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -455,7 +456,8 @@ class BadInput(TestpmdCase):
             ("burst too big", ["--burst=1024"], ["--burst", "1024", "512"]),
             ("unknown mode", ["--forward-mode=bogus"], ["bogus"] + MODES),
             ("more cores than lcores", ["--nb-cores=2"], ["--nb-cores=2", "lcore", "--lcores"]),
-            ("unknown app option", ["--bogus-opt"], ["--bogus-opt", "--forward-mode", "--burst"]),
+            ("unknown app option", ["--bogus-opt"], ["--bogus-opt", "unknown option", "--help"]),
+            ("dpdk-testpmd option we lack", ["--hairpinq=1"], ["--hairpinq", "not available", "hairpin"]),
             ("flag with a value", ["--tx-first=3"], ["--tx-first", "takes no value"]),
             ("segment too short", ["--txpkts=20,100"], ["--txpkts", "42"]),
             ("segment beyond the mbuf", ["--txpkts=64,4000"], ["--txpkts", "4000", "2048", "--mbuf-size"]),
@@ -469,7 +471,8 @@ class BadInput(TestpmdCase):
                 self.check_refused(EAL + NULL2, POOL + app, needles)
 
     def test_bad_eal_options(self):
-        self.check_refused(EAL + ["--bogus-eal"] + NULL2, POOL, ["--bogus-eal", "EAL", "--lcores", "--vdev"])
+        self.check_refused(EAL + ["--bogus-eal"] + NULL2, POOL, ["--bogus-eal", "unknown EAL option", "--help"])
+        self.check_refused(EAL + ["--vfio-intr=msix"] + NULL2, POOL, ["--vfio-intr", "not available", "VFIO"])
 
     def test_no_vdev(self):
         self.check_refused(EAL, POOL, ["no ports", "--vdev"])
@@ -528,6 +531,167 @@ class SimdLevels(TestpmdCase):
                 run = self.run_testpmd(EAL + ["--force-max-simd-bitwidth=" + value] + NULL2, ["--duration", "0.3"])
                 self.assertEqual(run.returncode, 2, run.describe())
                 self.assertIn("--force-max-simd-bitwidth", run.stderr, run.describe())
+
+
+def read_pcap(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    out, at = [], 24
+    while at + 16 <= len(data):
+        caplen = struct.unpack("<I", data[at + 8:at + 12])[0]
+        out.append(data[at + 16:at + 16 + caplen])
+        at += 16 + caplen
+    return out
+
+
+def write_pcap(path, frames):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for k, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", 1, k, len(fr), len(fr)) + fr)
+
+
+def udp_frame(k):
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + 18, k, 0, 64, 17, 0, bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+    return bytes.fromhex("020000000002020000000001") + b"\x08\x00" + ip + struct.pack("!HHHH", 1000, 2000, 26, 0) + bytes(18)
+
+
+class DpdkTestpmdOptions(TestpmdCase):
+    """dpdk-testpmd's options taken as it takes them (docs/testpmd.md lists every one)."""
+
+    def test_help_prints_both_parts_and_exits_zero(self):
+        for eal, app in ((["--help"], []), (["-h"], []), (EAL, ["--help"])):
+            with self.subTest(args=eal + app):
+                p = subprocess.run([BINARY] + eal + ["--"] + app, capture_output=True, text=True, timeout=10)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                for needle in ("EAL options:", "--lcores", "testpmd options:", "--portmask", "--enable-hw-vlan-strip",
+                               "--hairpinq=N: set the number of hairpin queues per port to N. [not available:"):
+                    self.assertIn(needle, p.stdout)
+
+    def test_virtio_test_plan_line_runs(self):
+        """The options virtio test plans start virtio_user with, on ports that have them."""
+        run = self.run_testpmd(EAL + NULL2, ["--enable-hw-vlan-strip", "--rss-ip", "--tx-offloads=0x0", "--no-numa",
+                                             "--nb-cores=1", "--duration", "0.3", "--mlockall"] + POOL)
+        self.assert_clean_run(run)
+        self.assertIn("NUMA support disabled", run.stdout, run.describe())
+
+    def test_rx_offload_a_port_lacks_stops_the_start_with_dpdks_message(self):
+        run = self.run_testpmd(EAL + NULL2, ["--enable-scatter", "--duration", "0.3"] + POOL)
+        self.assertNotEqual(run.returncode, 0, run.describe())
+        self.assertIn("Ethdev port_id=0 requested Rx offloads 0x2000 doesn't match Rx offloads capabilities 0x201 in "
+                      "rte_eth_dev_configure()", run.stderr, run.describe())
+        self.assertIn("Fail to configure port 0", run.stderr, run.describe())
+        run = self.run_testpmd(EAL + NULL2, ["--max-pkt-len=40", "--duration", "0.3"] + POOL)
+        self.assertIn("--max-pkt-len=40", run.stderr, run.describe())
+
+    def test_portmask_portlist_and_coremask_choose_ports_and_cores(self):
+        null3 = NULL2 + ["--vdev", "net_null2"]
+        for opt in ("--portmask=0x5", "--portlist=0,2"):
+            with self.subTest(opt=opt):
+                run = self.run_testpmd(EAL + null3, [opt, "--coremask=0x2", "--duration", "0.3"] + POOL)
+                self.assert_clean_run(run)
+                self.assertIn("ports=2 - cores=1", run.stdout, run.describe())
+                self.assertIn("Forward statistics for port 2", run.stdout, run.describe())
+                self.assertNotIn("Forward statistics for port 1 ", run.stdout, run.describe())
+        run = self.run_testpmd(EAL + null3, ["--coremask=0x1", "--duration", "0.3"] + POOL)
+        self.assertEqual(run.returncode, 2, run.describe())
+        self.assertIn("main lcore", run.stderr, run.describe())
+        run = self.run_testpmd(EAL + null3, ["--portmask=0x8", "--duration", "0.3"] + POOL)
+        self.assertIn("port 3 does not exist", run.stderr, run.describe())
+
+    def test_txonly_multi_flow_tx_ip_and_tx_udp(self):
+        out = os.path.join(self.tmp.name, "tx.pcap")
+        run = self.run_testpmd(EAL + ["--vdev", "net_pcap0,tx_pcap=" + out],
+                               ["--forward-mode=txonly", "--txonly-multi-flow", "--tx-ip=10.1.0.1,10.2.0.2",
+                                "--tx-udp=1000,2000", "--duration", "0.3"] + POOL)
+        self.assert_clean_run(run)
+        frames = read_pcap(out)[:300]
+        self.assertGreater(len(frames), 256, run.describe())
+        srcs = {f[26:30] for f in frames}
+        self.assertEqual(len(srcs), 256, "the third byte of the source cycles through 256 values")
+        for f in frames:
+            self.assertEqual(f[30:34], bytes([10, 2, 0, 2]))
+            self.assertEqual(f[26:28], bytes([10, 2]), "source: the destination with the counter in its third byte")
+            self.assertEqual(struct.unpack("!HH", f[34:38]), (1000, 2000))
+            ihl = f[14:34]
+            total = sum(struct.unpack("!10H", ihl))
+            while total >> 16:
+                total = (total & 0xFFFF) + (total >> 16)
+            self.assertEqual(total, 0xFFFF, "the IPv4 header checksum is redone for each source")
+
+    def test_rx_is_flushed_before_forwarding_unless_no_flush_rx(self):
+        src = os.path.join(self.tmp.name, "in.pcap")
+        write_pcap(src, [udp_frame(k) for k in range(50)])
+        for extra, expect in (([], 0), (["--no-flush-rx"], 50)):
+            with self.subTest(extra=extra):
+                out = os.path.join(self.tmp.name, "out{}.pcap".format(len(extra)))
+                run = self.run_testpmd(EAL + ["--vdev", "net_pcap0,rx_pcap={},tx_pcap={}".format(src, out)],
+                                       ["--port-topology=loop", "--duration", "0.5"] + extra + POOL)
+                self.assert_clean_run(run)
+                self.assertEqual(run.summary["totals"]["rx_packets"], expect, run.describe())
+                self.assertEqual(len(read_pcap(out)), expect, run.describe())
+
+    def test_disable_device_start_waits_for_port_start(self):
+        cmds = os.path.join(self.tmp.name, "cmds")
+        with open(cmds, "w") as f:
+            f.write("start\nport start all\nstart\nstop\n")
+        run = self.run_testpmd(EAL + NULL2, ["--disable-device-start", "--cmdline-file", cmds, "--duration", "0.3"]
+                               + POOL)
+        self.assert_clean_run(run)
+        self.assertIn("Not all ports were started", run.stdout + run.stderr, run.describe())
+        self.assertIn("Port 0: ", run.stdout, run.describe())
+        self.assertGreater(run.summary["totals"]["rx_packets"], 0, run.describe())
+
+    def test_display_xstats_with_the_periodic_statistics(self):
+        run = self.run_testpmd(EAL + NULL2, ["--stats-period", "1", "--duration", "1.5", "--display-xstats",
+                                             "rx_good_packets,no_such_xstat"] + POOL)
+        self.assert_clean_run(run)
+        self.assertIn("No xstat 'no_such_xstat' on port 0 - skip it", run.stdout, run.describe())
+        self.assertRegex(run.stdout, r"\n {31}Value {12}Rate \(since last show\)\n  rx_good_packets {10}[ 0-9]{12} ",
+                         run.describe())
+
+    def test_eth_peers_configfile(self):
+        conf = os.path.join(self.tmp.name, "peers")
+        with open(conf, "w") as f:
+            f.write("02:00:00:00:00:aa\n02:00:00:00:00:bb\n")
+        out = os.path.join(self.tmp.name, "mac.pcap")
+        run = self.run_testpmd(EAL + ["--vdev", "net_pcap0,tx_pcap=" + out],
+                               ["--forward-mode=txonly", "--eth-peers-configfile", conf, "--duration", "0.2"] + POOL)
+        self.assert_clean_run(run)
+        self.assertEqual(read_pcap(out)[0][:6], bytes.fromhex("0200000000aa"), run.describe())
+
+
+class LinkState(TestpmdCase):
+    """After the peer goes away, virtio_user's link is down within a second and testpmd prints
+    dpdk-testpmd's event line; ours against ours, both sides real processes."""
+
+    def start(self, eal, app):
+        return subprocess.Popen([BINARY] + eal + ["--"] + app, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def test_virtio_user_link_goes_down_when_vhost_quits(self):
+        sock = os.path.join(self.tmp.name, "v.sock")
+        vhost = self.start(["-l", "0-1", "--no-huge", "--file-prefix", "lsh", "--vdev",
+                            "net_vhost0,iface={},queues=1".format(sock)], ["-i"] + POOL)
+        try:
+            for _ in range(100):
+                if os.path.exists(sock):
+                    break
+                time.sleep(0.05)
+            virtio = self.start(["-l", "0-1", "--no-huge", "--file-prefix", "lsv", "--vdev",
+                                 "net_virtio_user0,path=" + sock], ["-i"] + POOL)
+            time.sleep(1.5)
+            vhost.stdin.write("quit\n")
+            vhost.stdin.flush()
+            vhost.wait(timeout=20)
+            time.sleep(1.0)
+            out, err = virtio.communicate("show port info 0\nquit\n", timeout=20)
+        finally:
+            for p in (vhost,):
+                if p.poll() is None:
+                    p.kill()
+        self.assertIn("Port 0: link state change event", out, out + err)
+        self.assertIn("Link status: down", out, out + err)
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ class OffloadBase(vp.PairBase):
     def our_sender(self, lcores, vdev, tag):
         """Interactive: forwarding starts when the prompt says so (the peer is connected)."""
         return self.start([vp.BINARY, "--no-huge", "--log-level", "info"] + lcores + ["--vdev", vdev, "--vdev", self.rx_pcap(), "--",
-                                                                "-i", "--forward-mode=csum", "--tx-offloads=0xe",
+                                                                "-i", "--forward-mode=csum", "--tx-offloads=0xe", "--no-flush-rx",
                                                                 "--nb-cores=1", "--summary-json",
                                                                 os.path.join(self.tmp.name, tag + ".json")]
                           + vp.POOL, stdin=subprocess.PIPE)
