@@ -155,21 +155,25 @@ Result<void> Port::set_rx_offloads(std::uint64_t offloads) {
   return {};
 }
 
+Result<void> Port::set_mtu(std::uint16_t mtu) {
+  if (auto ok = check_rx(config_.rx_offloads, mtu); !ok) return ok;
+  config_.mtu = mtu;
+  return {};
+}
+
 std::uint64_t Port::software_rx_offloads() const {
   return config_.rx_offloads & ~info().rx_offload_capa & rx_offload::software;
 }
 
 Result<void> Port::set_vlan_filter(std::uint16_t vid, bool on) {
   if (vid > 4095) return fail("port {} ({}): VLAN id {} out of range [0, 4095]", id_, name_, vid);
-  if (started_) return fail("port {} ({}): stop the port before changing its VLAN filter", id_, name_);
-  if (!vlan_filter_) vlan_filter_ = std::make_unique<VlanFilter>();
   vlan_filter_->set(vid, on);
   return {};
 }
 
 std::vector<std::uint16_t> Port::vlan_filter_ids() const {
   std::vector<std::uint16_t> ids;
-  for (std::uint16_t v = 0; vlan_filter_ && v < vlan_filter_->size(); ++v)
+  for (std::uint16_t v = 0; v < VlanFilter::size(); ++v)
     if (vlan_filter_->test(v)) ids.push_back(v);
   return ids;
 }
@@ -181,7 +185,6 @@ void Port::wrap_rx_queues() {
   const bool strip = (soft & rx_offload::vlan_strip) != 0;
   BurstFn fn = filter ? (strip ? &software_offload_rx<true, true> : &software_offload_rx<true, false>)
                       : &software_offload_rx<false, true>;
-  if (!vlan_filter_) vlan_filter_ = std::make_unique<VlanFilter>();
   for (std::size_t q = 0; q < rx_table_.size(); ++q) {
     SoftwareRxQueue& sq = *sw_rx_[q];
     sq.driver = rx_table_[q];

@@ -3,7 +3,8 @@
 // data path (rx_burst/tx_burst) is one indirect call per burst through a flat table of
 // {function, queue} filled when the port starts.
 #pragma once
-#include <bitset>
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -27,8 +28,24 @@ class SoftwareRss;       // private: ws/port/software_rss.hpp
 struct SoftwareRxQueue;  // private: ws/port/software_rx.hpp
 struct SoftwareTxQueue;  // private: ws/port/software_tx.hpp
 
-/// The VLAN ids a port lets in when rx_offload::vlan_filter is on: bit i for id i.
-using VlanFilter = std::bitset<4096>;
+/// The VLAN ids a port lets in when rx_offload::vlan_filter is on: bit i for id i. Words are
+/// atomic so that ids can be added and removed while lcores filter (relaxed loads: a change
+/// shows within a burst or two, as a NIC's table write does).
+class VlanFilter {
+ public:
+  bool test(std::uint16_t vid) const noexcept {
+    return (words_[vid >> 6].load(std::memory_order_relaxed) >> (vid & 63)) & 1;
+  }
+  void set(std::uint16_t vid, bool on) noexcept {
+    const std::uint64_t bit = 1ULL << (vid & 63);
+    if (on) words_[vid >> 6].fetch_or(bit, std::memory_order_relaxed);
+    else words_[vid >> 6].fetch_and(~bit, std::memory_order_relaxed);
+  }
+  static constexpr std::uint16_t size() noexcept { return 4096; }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, 64> words_{};
+};
 
 /// A driver RX queue type: q.rx_burst(Mbuf** pkts, uint16_t n) -> received count.
 template <class Q>
@@ -230,7 +247,7 @@ class Port {
   /// Enabled RX offloads the device lacks, done by the port in software while it runs.
   std::uint64_t software_rx_offloads() const;
   /// Adds (on) or removes VLAN id `vid` (0 to 4095) from the filter that rx_offload::vlan_filter
-  /// applies; takes effect at the next start(). Every id is out of the filter at first.
+  /// applies, at once, even while lcores poll. Every id is out of the filter at first.
   Result<void> set_vlan_filter(std::uint16_t vid, bool on);
   /// The VLAN ids in the filter, in increasing order.
   std::vector<std::uint16_t> vlan_filter_ids() const;
@@ -250,6 +267,18 @@ class Port {
   virtual LinkStatus link() const { return {started_, 10000, true}; }
   /// The port's Ethernet address.
   virtual MacAddress mac() const { return mac_; }
+  /// Sets the port's Ethernet address (a unicast one): what mac() returns and the source the
+  /// application puts in frames; virtual devices filter nothing by it.
+  virtual Result<void> set_mac(const MacAddress& mac) {
+    if (mac.bytes[0] & 1) return fail("port {} ({}): {} is a multicast address", id_, name_, mac.to_string());
+    mac_ = mac;
+    return {};
+  }
+  /// Sets the MTU (PortInfo::min_mtu to max_mtu), at once: what PortConfig::mtu says.
+  Result<void> set_mtu(std::uint16_t mtu);
+  /// All-multicast mode on or off (virtual devices: recorded only).
+  virtual Result<void> set_allmulticast(bool on) { allmulticast_ = on; return {}; }
+  bool allmulticast() const { return allmulticast_; }  ///< As last set (default on, as DPDK's virtual ports).
   /// Promiscuous mode on or off (virtual devices: recorded only).
   virtual Result<void> set_promiscuous(bool on) { promiscuous_ = on; return {}; }
   bool promiscuous() const { return promiscuous_; }  ///< As last set (default on).
@@ -317,13 +346,14 @@ class Port {
   std::uint16_t id_ = 0;
   bool started_ = false;
   bool promiscuous_ = true;
+  bool allmulticast_ = true;
   PortConfig config_{};
   PortStats baseline_{};
   std::vector<BurstEntry> rx_table_;
   std::vector<BurstEntry> tx_table_;
   std::vector<std::unique_ptr<SoftwareTxQueue>> sw_tx_;  // one per TX queue, from configure()
   std::vector<std::unique_ptr<SoftwareRxQueue>> sw_rx_;  // one per RX queue, from configure()
-  std::unique_ptr<VlanFilter> vlan_filter_;              // the ids rx_offload::vlan_filter lets in
+  std::unique_ptr<VlanFilter> vlan_filter_ = std::make_unique<VlanFilter>();  // ids vlan_filter lets in
   std::unique_ptr<SoftwareRss> sw_rss_;                  // from the last start() with software RSS
   std::uint64_t rss_missed_before_ = 0;                  // missed counts of replaced sw_rss_
   std::uint64_t rx_filtered_before_ = 0;                 // filtered counts of replaced sw_rx_
