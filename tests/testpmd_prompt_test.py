@@ -172,6 +172,45 @@ class Commands(PromptCase):
         rx = [int(l.split()[1]) for l in chunks[28].splitlines() if l.strip().startswith("RX-packets:")]
         self.assertTrue(rx and rx[-1] > 0, chunks[28])
 
+    def test_dpdk_port_and_forwarding_configuration_commands(self):
+        self.check([
+            ("show port summary all", ["Number of available ports: 2",
+                                       "Port MAC Address       Name         Driver         Status   Link",
+                                       "net_null1    net_null       up       10 Gbps"]),
+            ("show device info all", ["Infos for device net_null0", "Bus name: vdev", "\tPort id: 1 "]),
+            ("set allmulti 0 off", []),
+            ("show port info 0", ["Allmulticast mode: disabled", "MTU: 1500",
+                                  "strip off, filter off, extend off, qinq strip off"]),
+            ("set nbport 1", ["Number of forwarding ports set to 1"]),
+            ("show config fwd", ["ports=1"]),
+            ("set portlist 1,0", ["changed to number of configured ports 2"]),
+            ("set eth-peer 0 02:00:00:00:00:aa", []),
+            ("show config fwd", ["peer=02:00:00:00:00:AA"]),
+            ("set link-down port 0", ["Set link down fail."]),
+            ("set link-up port 0", ["Set link up fail."]),
+            ("vlan set strip on 0", ["Can't config offload when Port 0 is not stopped"]),
+            ("port stop 0", ["Done"]),
+            ("vlan set strip on 0", ["!error"]),
+            ("vlan set filter on 0", ["!error"]),
+            ("rx_vlan add 100 0", ["!error"]),
+            ("rx_vlan add 100 1", ["Port 1: VLAN-filtering disabled"]),
+            ("port config mtu 0 9000", ["!error"]),
+            ("port config mtu 0 20", ["MTU (20) < device min MTU (68)"]),
+            ("port config 0 rx_offload scatter on", ["requested Rx offloads 0x2201 doesn't match Rx offloads "
+                                                     "capabilities 0x201"]),
+            ("port config 0 rx_offload bogus on", ["vlan_strip", "scatter"]),
+            ("port config 0 tx_offload udp_cksum on", ["!error"]),
+            ("mac_addr set 0 02:00:00:00:00:11", ["!error"]),
+            ("mac_addr add 0 02:00:00:00:00:12", ["Operation not supported"]),
+            ("port start 0", ["Port 0: 02:00:00:00:00:11"]),
+            ("show port info 0", ["MTU: 9000", "strip on, filter on, extend off"]),
+            ("start", ["io packet forwarding"]),
+            ("stop", ["Accumulated forward statistics"]),
+            ("clear port xstats all", []),
+            ("show port xstats 0", ["rx_good_packets: 0\n"]),
+            ("quit", []),
+        ])
+
     def test_bad_commands_and_arguments_say_what_is_accepted(self):
         self.check([
             ("bogus", ["Bad command: 'bogus'", "help"]),

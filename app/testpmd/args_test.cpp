@@ -14,6 +14,7 @@
 
 #include "app/testpmd/app_args.hpp"
 #include "app/testpmd/fwd/engine.hpp"
+#include "app/testpmd/prompt/command.hpp"
 #include "ws/port/port.hpp"
 
 namespace ws::testpmd {
@@ -467,6 +468,48 @@ TEST(Docs, OptionTableMatchesTheParser) {
   }
   EXPECT_EQ(rows.size(), all.size()) << "docs/testpmd.md lists options the parser does not have";
   EXPECT_TRUE(ok) << "docs/testpmd.md's option rows should be:\n" << expected;
+}
+
+// The prompt's commands: docs/testpmd.md has a row for each, with its help text and the tests
+// that run it (each names the command's words).
+TEST(Docs, CommandTableMatchesThePrompt) {
+  const std::string root = WS_SOURCE_DIR;
+  std::ifstream in(root + "/docs/testpmd.md");
+  std::map<std::string, std::pair<std::string, std::string>> rows;  // usage -> help, tests
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("| `")) continue;
+    const auto end = line.find("` | ");
+    if (end == std::string::npos) continue;
+    const std::string usage = line.substr(3, end - 3);
+    const std::string rest = line.substr(end + 4);
+    const auto bar = rest.rfind(" | ");
+    if (bar == std::string::npos || !rest.ends_with(" |")) continue;
+    rows[usage] = {rest.substr(0, bar), rest.substr(bar + 3, rest.size() - bar - 5)};
+  }
+  std::string expected;
+  bool ok = true;
+  for (const Command& c : all_commands()) {
+    const std::string usage = usage_of(c);
+    const auto row = rows.find(usage);
+    std::string words;
+    for (auto w : c.words) words += (words.empty() ? "" : " ") + std::string(w);
+    expected += fmt::format("| `{}` | {} | {} |\n", usage, c.help, row == rows.end() ? "?" : row->second.second);
+    if (row == rows.end() || row->second.first != c.help) {
+      ok = false;
+      continue;
+    }
+    std::string_view rest = row->second.second;
+    while (!rest.empty()) {
+      const auto comma = rest.find(", ");
+      const std::string file(rest.substr(0, comma));
+      std::ifstream f(root + "/" + file);
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      EXPECT_NE(text.find(words), std::string::npos) << "'" << words << "' is not in " << file;
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
+    }
+  }
+  EXPECT_TRUE(ok) << "docs/testpmd.md's command rows should be:\n" << expected;
 }
 
 // --record-burst-stats prints dpdk-testpmd's line: empty bursts, the two most frequent sizes, other.

@@ -47,7 +47,7 @@ void Testpmd::print_nic_stats(bool throughput, std::optional<std::uint16_t> only
 void Testpmd::print_display_xstats(std::size_t port, double seconds) {
   if (last_xstats_.size() != ports_.size()) last_xstats_.resize(ports_.size());
   auto& last = last_xstats_[port];
-  const std::vector<XStat> all = ports_[port]->xstats();
+  const std::vector<XStat> all = port_xstats(static_cast<std::uint16_t>(port));
   std::printf("\n%-31s%-17s%s\n", " ", "Value", "Rate (since last show)");
   for (const std::string& name : app_.display_xstats) {
     const auto x = std::find_if(all.begin(), all.end(), [&](const XStat& s) { return s.name == name; });

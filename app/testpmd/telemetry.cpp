@@ -154,7 +154,7 @@ std::optional<Json> answer(Testpmd& tp, std::string_view cmd, std::optional<std:
   if (cmd == "/ethdev/stats") return port_stats(*p);
   if (cmd == "/ethdev/link_status") return link_status(*p);
   Json x = Json::object();
-  for (const XStat& s : p->xstats()) x[s.name] = s.value;
+  for (const XStat& s : tp.port_xstats(p->id())) x[s.name] = s.value;
   return x;
 }
 

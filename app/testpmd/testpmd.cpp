@@ -541,6 +541,53 @@ Result<void> Testpmd::set_promiscuous(std::optional<std::uint16_t> port, bool on
   return {};
 }
 
+Result<void> Testpmd::set_nb_ports(unsigned n) {
+  if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
+  const std::size_t configured = app_.fwd_ports.empty() ? ports_.size() : app_.fwd_ports.size();
+  if (n == 0 || n > configured) return fail("nbport {}: accepted [1, {}] (the forwarding ports configured)", n, configured);
+  const auto before = app_.nb_ports;
+  app_.nb_ports = n;
+  if (auto ok = choose_fwd_ports(); !ok) {
+    app_.nb_ports = before;
+    return ok;
+  }
+  streams_.clear();
+  return setup_streams();
+}
+
+Result<void> Testpmd::set_fwd_port_list(std::vector<std::uint16_t> ports) {
+  if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
+  for (std::uint16_t p : ports)
+    if (p >= ports_.size()) return fail("portlist: port {} does not exist ({} port(s))", p, ports_.size());
+  const std::size_t previous = fwd_ports_.size();
+  app_.fwd_ports = std::move(ports);
+  app_.nb_ports.reset();
+  if (auto ok = choose_fwd_ports(); !ok) return ok;
+  // As dpdk-testpmd's set_fwd_ports_list: the new list also sets the forwarding port count.
+  if (previous != fwd_ports_.size())
+    std::printf("previous number of forwarding ports %zu - changed to number of configured ports %zu\n", previous,
+                fwd_ports_.size());
+  streams_.clear();
+  return setup_streams();
+}
+
+Result<void> Testpmd::set_eth_peer(std::uint16_t port, const MacAddress& mac) {
+  if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
+  if (port >= max_ports) return fail("eth-peer: port {} is not below {}", port, max_ports);
+  app_.eth_peers[port] = mac;
+  fwd_config_.peer_mac[port] = mac;
+  for (auto& s : streams_) s->udp_header = udp_frame_header(fwd_config_, s->tx_port_id, fwd_config_.tx_pkt_length);
+  return {};
+}
+
+Result<void> Testpmd::set_port_mac(std::uint16_t port, const MacAddress& mac) {
+  if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
+  if (auto ok = ports_[port]->set_mac(mac); !ok) return ok;
+  fwd_config_.port_mac[port] = ports_[port]->mac();  // the source mac and txonly put in frames
+  for (auto& s : streams_) s->udp_header = udp_frame_header(fwd_config_, s->tx_port_id, fwd_config_.tx_pkt_length);
+  return {};
+}
+
 Result<void> Testpmd::stop_ports(std::optional<std::uint16_t> port) {
   // As dpdk-testpmd: a port in the forwarding configuration is not pulled from under the lcores.
   if (forwarding()) return fail("Please stop forwarding first");
@@ -606,8 +653,20 @@ bool Testpmd::reconfig_pending() const {
   return std::find(reconfig_.begin(), reconfig_.end(), true) != reconfig_.end();
 }
 
+std::vector<XStat> Testpmd::port_xstats(std::uint16_t port) const {
+  std::vector<XStat> all = ports_[port]->xstats();
+  if (port >= xstats_base_.size()) return all;
+  for (XStat& x : all)
+    if (const auto it = xstats_base_[port].find(x.name); it != xstats_base_[port].end() && x.value >= it->second)
+      x.value -= it->second;
+  return all;
+}
+
 void Testpmd::clear_port_stats(std::uint16_t port) {
   ports_[port]->reset_stats();
+  if (xstats_base_.size() < ports_.size()) xstats_base_.resize(ports_.size());
+  xstats_base_[port].clear();
+  for (const XStat& x : ports_[port]->xstats()) xstats_base_[port][x.name] = x.value;
   // Forward statistics and throughput are differences from these snapshots: restart them at 0.
   if (port < start_.size()) start_[port] = {};
   if (port < last_show_.size()) last_show_[port] = {};

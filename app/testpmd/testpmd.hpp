@@ -72,6 +72,12 @@ class Testpmd {
   void set_verbose(unsigned level);
   unsigned verbose() const { return verbose_; }
   Result<void> set_promiscuous(std::optional<std::uint16_t> port, bool on);  // nullopt: all
+  // `set nbport N`, `set portlist L` and `set eth-peer P MAC`: the streams are rebuilt, so
+  // forwarding must be stopped.
+  Result<void> set_nb_ports(unsigned n);
+  Result<void> set_fwd_port_list(std::vector<std::uint16_t> ports);
+  Result<void> set_eth_peer(std::uint16_t port, const MacAddress& mac);
+  Result<void> set_port_mac(std::uint16_t port, const MacAddress& mac);  // `mac_addr set`
   Result<void> stop_ports(std::optional<std::uint16_t> port);
   // Starts ports, first applying a pending "port config" (queues rebuilt, streams redone).
   Result<void> start_ports(std::optional<std::uint16_t> port);
@@ -85,6 +91,9 @@ class Testpmd {
   // rss_type bits every port hashes when it has several RX queues (0: none). Ports stopped.
   Result<void> set_rss_types(std::uint32_t types);
   void clear_port_stats(std::uint16_t port);
+  // The port's xstats since the last clear_port_stats: drivers' own counters run from their
+  // creation, so the values at the clear are subtracted, as DPDK's xstats reset does.
+  std::vector<XStat> port_xstats(std::uint16_t port) const;
   std::vector<CorePlan> core_plan() const;
   // Puts `tap` (a proxy receiving from `port`, e.g. a capture) in front of the port for every
   // stream, pausing the lcores for the swap if they run; nullptr removes it. Returns the old one.
@@ -155,7 +164,8 @@ class Testpmd {
   std::vector<std::uint16_t> fwd_ports_;    // ports forwarding uses
   std::vector<PortSnapshot> start_;
   std::vector<PortSnapshot> last_show_;
-  std::vector<std::map<std::string, std::uint64_t>> last_xstats_;  // per port: --display-xstats values shown
+  std::vector<std::map<std::string, std::uint64_t>> last_xstats_;
+  std::vector<std::map<std::string, std::uint64_t>> xstats_base_;  // per port: values at the last clear  // per port: --display-xstats values shown
   std::uint64_t start_tsc_ = 0;
   std::uint64_t stop_tsc_ = 0;
   std::uint64_t leaked_ = 0;

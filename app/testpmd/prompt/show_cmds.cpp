@@ -9,14 +9,18 @@
 namespace ws::testpmd {
 namespace {
 
-void print_xstats(const Port& p) {
-  std::printf("###### NIC extended statistics for port %-2u\n", p.id());
-  for (const XStat& x : p.xstats()) std::printf("%s: %" PRIu64 "\n", x.name.c_str(), x.value);
+void print_xstats(const Testpmd& tp, std::uint16_t port) {
+  std::printf("###### NIC extended statistics for port %-2u\n", port);
+  for (const XStat& x : tp.port_xstats(port)) std::printf("%s: %" PRIu64 "\n", x.name.c_str(), x.value);
 }
 
+// dpdk-testpmd's port_infos_display, with the lines that apply to our ports ("Port state" is
+// wirespeed's own).
 void print_info(const Port& p) {
   const PortInfo i = p.info();
   const LinkStatus l = p.link();
+  const std::uint64_t rx = p.config().rx_offloads;
+  const auto on = [&](std::uint64_t bit) { return (rx & bit) ? "on" : "off"; };
   std::printf("\n********************* Infos for port %-2u *********************\n", p.id());
   std::printf("MAC address: %s\n", p.mac().to_string().c_str());
   std::printf("Device name: %s\n", p.name().c_str());
@@ -24,9 +28,17 @@ void print_info(const Port& p) {
   std::printf("Connect to socket: 0\n");
   std::printf("Port state: %s\n", p.started() ? "started" : "stopped");
   std::printf("Link status: %s\n", l.up ? "up" : "down");
-  std::printf("Link speed: %u Mbps\n", l.speed_mbps);
+  if (l.speed_mbps % 1000 == 0 && l.speed_mbps)
+    std::printf("Link speed: %u Gbps\n", l.speed_mbps / 1000);
+  else
+    std::printf("Link speed: %u Mbps\n", l.speed_mbps);
   std::printf("Link duplex: %s\n", l.full_duplex ? "full-duplex" : "half-duplex");
+  std::printf("MTU: %u\n", p.config().mtu);
   std::printf("Promiscuous mode: %s\n", p.promiscuous() ? "enabled" : "disabled");
+  std::printf("Allmulticast mode: %s\n", p.allmulticast() ? "enabled" : "disabled");
+  std::printf("Maximum number of MAC addresses: 1\n");
+  std::printf("VLAN offload: \n  strip %s, filter %s, extend %s, qinq strip %s\n", on(rx_offload::vlan_strip),
+              on(rx_offload::vlan_filter), on(rx_offload::vlan_extend), on(rx_offload::qinq_strip));
   std::printf("Max possible RX queues: %u\n", i.max_rx_queues);
   std::printf("Current number of RX queues: %u\n", p.config().rx_queues);
   std::printf("Max possible TX queues: %u\n", i.max_tx_queues);
@@ -82,7 +94,12 @@ std::span<const Command> show_commands() {
       {{"show", "port", "xstats"},
        "all|<port>",
        "extended port counters",
-       [](Testpmd& tp, CommandArgs a) { return for_ports(tp, a, print_xstats); }},
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto port = parse_port(tp, a[0]);
+         if (!port) return std::unexpected(port.error());
+         for (auto id : selected_ports(tp, *port)) print_xstats(tp, id);
+         return {};
+       }},
       {{"show", "port", "info"},
        "all|<port>",
        "device, link, queues, promiscuous mode",
