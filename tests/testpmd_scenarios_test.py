@@ -662,8 +662,9 @@ class DpdkTestpmdOptions(TestpmdCase):
 
 
 class LinkState(TestpmdCase):
-    """After the peer goes away, virtio_user's link is down within a second and testpmd prints
-    dpdk-testpmd's event line; ours against ours, both sides real processes."""
+    """After the peer goes away, the link of virtio_user, and of net_vhost, is down within a
+    second and testpmd prints dpdk-testpmd's event line; ours against ours, both sides real
+    processes."""
 
     def start(self, eal, app):
         return subprocess.Popen([BINARY] + eal + ["--"] + app, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -691,6 +692,28 @@ class LinkState(TestpmdCase):
                 if p.poll() is None:
                     p.kill()
         self.assertIn("Port 0: link state change event", out, out + err)
+        self.assertIn("Link status: down", out, out + err)
+
+    def test_vhost_link_goes_down_when_virtio_user_quits(self):
+        sock = os.path.join(self.tmp.name, "w.sock")
+        vhost = self.start(["-l", "0-1", "--no-huge", "--file-prefix", "lsh2", "--vdev",
+                            "net_vhost0,iface={},queues=1".format(sock)], ["-i"] + POOL)
+        try:
+            for _ in range(100):
+                if os.path.exists(sock):
+                    break
+                time.sleep(0.05)
+            virtio = self.start(["-l", "0-1", "--no-huge", "--file-prefix", "lsv2", "--vdev",
+                                 "net_virtio_user0,path=" + sock], ["-i"] + POOL)
+            time.sleep(1.5)
+            virtio.communicate("quit\n", timeout=20)
+            time.sleep(1.0)
+            out, err = vhost.communicate("show port info 0\nquit\n", timeout=20)
+        finally:
+            if vhost.poll() is None:
+                vhost.kill()
+        # Up when the frontend connected, down when it left: two events.
+        self.assertEqual(out.count("Port 0: link state change event"), 2, out + err)
         self.assertIn("Link status: down", out, out + err)
 
 
