@@ -208,6 +208,14 @@ class Commands(PromptCase):
             ("stop", ["Accumulated forward statistics"]),
             ("clear port xstats all", []),
             ("show port xstats 0", ["rx_good_packets: 0\n"]),
+            ("port close 1", ["Cannot close started device (port 1)"]),
+            ("port stop 1", ["Done"]),
+            ("port close 1", ["Closing ports...", "Port 1 is closed", "Done"]),
+            ("port start 1", ["Port 1 is closed"]),
+            ("port reset 1", ["Resetting ports...", "Done"]),
+            ("port start 1", ["Port 1: ", "Done"]),
+            ("start", ["io packet forwarding"]),
+            ("stop", ["Accumulated forward statistics"]),
             ("quit", []),
         ])
 

@@ -615,6 +615,7 @@ Result<void> Testpmd::start_ports(std::optional<std::uint16_t> port) {
   bool rebuilt = false;
   for (auto& p : ports_) {
     if (port && p->id() != *port) continue;
+    if (closed(p->id())) return fail("Port {} is closed: 'port reset {}' configures it again", p->id(), p->id());
     if (reconfig_[p->id()]) {
       std::printf("Configuring Port %u (socket 0)\n", p->id());
       if (auto ok = reconfigure_port(*p); !ok) return ok;
@@ -628,6 +629,39 @@ Result<void> Testpmd::start_ports(std::optional<std::uint16_t> port) {
   if (rebuilt && !reconfig_pending()) {
     streams_.clear();
     if (auto ok = setup_streams(); !ok) return ok;
+  }
+  std::printf("Done\n");
+  return {};
+}
+
+Result<void> Testpmd::close_ports(std::optional<std::uint16_t> port) {
+  if (forwarding()) return fail("Please stop forwarding first");
+  for (auto& p : ports_)
+    if ((!port || p->id() == *port) && p->started()) return fail("Cannot close started device (port {})", p->id());
+  std::printf("Closing ports...\n");
+  closed_.resize(ports_.size(), false);
+  for (auto& p : ports_) {
+    if ((port && p->id() != *port) || closed_[p->id()]) continue;
+    p->release_mbufs();
+    closed_[p->id()] = true;
+    std::printf("Port %u is closed\n", p->id());
+  }
+  std::printf("Done\n");
+  return {};
+}
+
+Result<void> Testpmd::reset_ports(std::optional<std::uint16_t> port) {
+  if (forwarding()) return fail("Please stop forwarding first");
+  for (auto& p : ports_)
+    if ((!port || p->id() == *port) && p->started()) return fail("Please stop port {} first", p->id());
+  std::printf("Resetting ports...\n");
+  closed_.resize(ports_.size(), false);
+  reconfig_.resize(ports_.size(), false);
+  for (auto& p : ports_) {
+    if (port && p->id() != *port) continue;
+    if (auto ok = reconfigure_port(*p); !ok) return ok;
+    closed_[p->id()] = false;
+    reconfig_[p->id()] = false;
   }
   std::printf("Done\n");
   return {};

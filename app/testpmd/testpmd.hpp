@@ -79,6 +79,11 @@ class Testpmd {
   Result<void> set_eth_peer(std::uint16_t port, const MacAddress& mac);
   Result<void> set_port_mac(std::uint16_t port, const MacAddress& mac);  // `mac_addr set`
   Result<void> stop_ports(std::optional<std::uint16_t> port);
+  // `port close`: stopped ports give back their mbufs and cannot start until `port reset`.
+  Result<void> close_ports(std::optional<std::uint16_t> port);
+  // `port reset`: stopped (or closed) ports are configured afresh, queues and all.
+  Result<void> reset_ports(std::optional<std::uint16_t> port);
+  bool closed(std::uint16_t port) const { return port < closed_.size() && closed_[port]; }
   // Starts ports, first applying a pending "port config" (queues rebuilt, streams redone).
   Result<void> start_ports(std::optional<std::uint16_t> port);
   // what: rxq, txq, rxd or txd; applied to every port at its next start. Ports stopped.
@@ -172,6 +177,7 @@ class Testpmd {
   bool shut_down_ = false;
   unsigned verbose_ = 0;
   std::vector<bool> reconfig_;                     // per port: "port config" not yet applied
+  std::vector<bool> closed_;                       // per port: closed, until reset
   std::vector<std::unique_ptr<Port>> verbose_ports_;  // per port: printing proxies (verbose > 0)
   std::vector<std::unique_ptr<Port>> rx_taps_;     // per port: capture proxies
   std::mutex control_mutex_;

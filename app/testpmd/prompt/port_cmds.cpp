@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Prompt commands on ports: port stop|start all|<port>, port config all rxq|txq|rxd|txd <n>.
+// Prompt commands on ports: port stop|start|close|reset all|<port>, port config all rxq|txq|rxd|txd <n>.
 // A queue change needs every port stopped and applies at the next "port start" (as
 // dpdk-testpmd).
 #include <cstdio>
@@ -25,6 +25,22 @@ std::span<const Command> port_commands() {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          return tp.start_ports(*port);
+       }},
+      {{"port", "close"},
+       "all|<port>",
+       "close stopped ports: their mbufs go back to the pool; 'port reset' configures them again",
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto port = parse_port(tp, a[0]);
+         if (!port) return std::unexpected(port.error());
+         return tp.close_ports(*port);
+       }},
+      {{"port", "reset"},
+       "all|<port>",
+       "configure stopped or closed ports afresh (queues rebuilt)",
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto port = parse_port(tp, a[0]);
+         if (!port) return std::unexpected(port.error());
+         return tp.reset_ports(*port);
        }},
       {{"port", "config", "all"},
        "rxq|txq|rxd|txd <n>",
