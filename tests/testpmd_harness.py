@@ -5,6 +5,7 @@ markers of a crash that no run's output may contain."""
 import argparse
 import os
 import shutil
+import struct
 import sys
 import tempfile
 import time
@@ -84,3 +85,23 @@ def assert_no_crash(test, output, where=None):
     """Fail `test` when a run's output shows a sanitizer report, a Python traceback or a crash."""
     for marker in CRASH_MARKERS:
         test.assertNotIn(marker, output, where)
+
+
+def write_pcap(path, frames):
+    """A classic pcap file (microseconds, Ethernet) holding `frames` (bytes each)."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for k, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", 1, k, len(fr), len(fr)) + fr)
+
+
+def read_pcap(path):
+    """The frames of a classic pcap file, as bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out, at = [], 24
+    while at + 16 <= len(data):
+        caplen = struct.unpack("<I", data[at + 8:at + 12])[0]
+        out.append(data[at + 16:at + 16 + caplen])
+        at += 16 + caplen
+    return out

@@ -533,24 +533,6 @@ class SimdLevels(TestpmdCase):
                 self.assertIn("--force-max-simd-bitwidth", run.stderr, run.describe())
 
 
-def read_pcap(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    out, at = [], 24
-    while at + 16 <= len(data):
-        caplen = struct.unpack("<I", data[at + 8:at + 12])[0]
-        out.append(data[at + 16:at + 16 + caplen])
-        at += 16 + caplen
-    return out
-
-
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for k, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 1, k, len(fr), len(fr)) + fr)
-
-
 def udp_frame(k):
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + 18, k, 0, 64, 17, 0, bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
     return bytes.fromhex("020000000002020000000001") + b"\x08\x00" + ip + struct.pack("!HHHH", 1000, 2000, 26, 0) + bytes(18)
@@ -605,7 +587,7 @@ class DpdkTestpmdOptions(TestpmdCase):
                                ["--forward-mode=txonly", "--txonly-multi-flow", "--tx-ip=10.1.0.1,10.2.0.2",
                                 "--tx-udp=1000,2000", "--duration", "0.3"] + POOL)
         self.assert_clean_run(run)
-        frames = read_pcap(out)[:300]
+        frames = testpmd_harness.read_pcap(out)[:300]
         self.assertGreater(len(frames), 256, run.describe())
         srcs = {f[26:30] for f in frames}
         self.assertEqual(len(srcs), 256, "the third byte of the source cycles through 256 values")
@@ -621,7 +603,7 @@ class DpdkTestpmdOptions(TestpmdCase):
 
     def test_rx_is_flushed_before_forwarding_unless_no_flush_rx(self):
         src = os.path.join(self.tmp.name, "in.pcap")
-        write_pcap(src, [udp_frame(k) for k in range(50)])
+        testpmd_harness.write_pcap(src, [udp_frame(k) for k in range(50)])
         for extra, expect in (([], 0), (["--no-flush-rx"], 50)):
             with self.subTest(extra=extra):
                 out = os.path.join(self.tmp.name, "out{}.pcap".format(len(extra)))
@@ -629,7 +611,7 @@ class DpdkTestpmdOptions(TestpmdCase):
                                        ["--port-topology=loop", "--duration", "0.5"] + extra + POOL)
                 self.assert_clean_run(run)
                 self.assertEqual(run.summary["totals"]["rx_packets"], expect, run.describe())
-                self.assertEqual(len(read_pcap(out)), expect, run.describe())
+                self.assertEqual(len(testpmd_harness.read_pcap(out)), expect, run.describe())
 
     def test_disable_device_start_waits_for_port_start(self):
         cmds = os.path.join(self.tmp.name, "cmds")
@@ -658,7 +640,7 @@ class DpdkTestpmdOptions(TestpmdCase):
         run = self.run_testpmd(EAL + ["--vdev", "net_pcap0,tx_pcap=" + out],
                                ["--forward-mode=txonly", "--eth-peers-configfile", conf, "--duration", "0.2"] + POOL)
         self.assert_clean_run(run)
-        self.assertEqual(read_pcap(out)[0][:6], bytes.fromhex("0200000000aa"), run.describe())
+        self.assertEqual(testpmd_harness.read_pcap(out)[0][:6], bytes.fromhex("0200000000aa"), run.describe())
 
 
 class LinkState(TestpmdCase):
@@ -670,52 +652,41 @@ class LinkState(TestpmdCase):
         return subprocess.Popen([BINARY] + eal + ["--"] + app, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    def test_virtio_user_link_goes_down_when_vhost_quits(self):
-        sock = os.path.join(self.tmp.name, "v.sock")
-        vhost = self.start(["-l", "0-1", "--no-huge", "--file-prefix", "lsh", "--vdev",
+    def pair_then_quit(self, tag, quitting):
+        """Our net_vhost and our virtio_user connected for a second; then the `quitting` side
+        ("vhost" or "virtio") quits, and the other one's output after a second is returned."""
+        sock = os.path.join(self.tmp.name, tag + ".sock")
+        vhost = self.start(["-l", "0-1", "--no-huge", "--file-prefix", tag + "h", "--vdev",
                             "net_vhost0,iface={},queues=1".format(sock)], ["-i"] + POOL)
+        virtio = None
         try:
             for _ in range(100):
                 if os.path.exists(sock):
                     break
                 time.sleep(0.05)
-            virtio = self.start(["-l", "0-1", "--no-huge", "--file-prefix", "lsv", "--vdev",
+            virtio = self.start(["-l", "0-1", "--no-huge", "--file-prefix", tag + "v", "--vdev",
                                  "net_virtio_user0,path=" + sock], ["-i"] + POOL)
             time.sleep(1.5)
-            vhost.stdin.write("quit\n")
-            vhost.stdin.flush()
-            vhost.wait(timeout=20)
+            leaving, staying = (vhost, virtio) if quitting == "vhost" else (virtio, vhost)
+            leaving.communicate("quit\n", timeout=20)
             time.sleep(1.0)
-            out, err = virtio.communicate("show port info 0\nquit\n", timeout=20)
+            out, err = staying.communicate("show port info 0\nquit\n", timeout=20)
         finally:
-            for p in (vhost,):
-                if p.poll() is None:
+            for p in (vhost, virtio):
+                if p is not None and p.poll() is None:
                     p.kill()
-        self.assertIn("Port 0: link state change event", out, out + err)
-        self.assertIn("Link status: down", out, out + err)
+        return out + err
+
+    def test_virtio_user_link_goes_down_when_vhost_quits(self):
+        out = self.pair_then_quit("ls1", "vhost")
+        self.assertIn("Port 0: link state change event", out, out)
+        self.assertIn("Link status: down", out, out)
 
     def test_vhost_link_goes_down_when_virtio_user_quits(self):
-        sock = os.path.join(self.tmp.name, "w.sock")
-        vhost = self.start(["-l", "0-1", "--no-huge", "--file-prefix", "lsh2", "--vdev",
-                            "net_vhost0,iface={},queues=1".format(sock)], ["-i"] + POOL)
-        try:
-            for _ in range(100):
-                if os.path.exists(sock):
-                    break
-                time.sleep(0.05)
-            virtio = self.start(["-l", "0-1", "--no-huge", "--file-prefix", "lsv2", "--vdev",
-                                 "net_virtio_user0,path=" + sock], ["-i"] + POOL)
-            time.sleep(1.5)
-            virtio.communicate("quit\n", timeout=20)
-            time.sleep(1.0)
-            out, err = vhost.communicate("show port info 0\nquit\n", timeout=20)
-        finally:
-            if vhost.poll() is None:
-                vhost.kill()
+        out = self.pair_then_quit("ls2", "virtio")
         # Up when the frontend connected, down when it left: two events.
-        self.assertEqual(out.count("Port 0: link state change event"), 2, out + err)
-        self.assertIn("Link status: down", out, out + err)
-
+        self.assertEqual(out.count("Port 0: link state change event"), 2, out)
+        self.assertIn("Link status: down", out, out)
 
 if __name__ == "__main__":
     testpmd_harness.main(sys.modules[__name__])

@@ -643,15 +643,6 @@ const std::vector<OptionSpec>& option_table() {
 
 }  // namespace
 
-std::string_view to_string(OptionStatus s) {
-  switch (s) {
-    case OptionStatus::honoured: return "honoured";
-    case OptionStatus::accepted: return "accepted";
-    case OptionStatus::refused: return "refused";
-  }
-  return "?";
-}
-
 std::string app_usage() {
   std::string out = "testpmd options:\n";
   for (const auto& o : option_table()) {

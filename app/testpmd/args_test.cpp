@@ -436,6 +436,19 @@ std::multimap<std::string, DocRow> read_doc_table(const std::string& path) {
   return rows;
 }
 
+// Each test file in `tests` ("a.py, b.cpp") exists and names `what` (it runs it).
+void expect_tests_name(const std::string& root, std::string_view tests, std::string_view what) {
+  while (!tests.empty()) {
+    const auto comma = tests.find(", ");
+    const std::string file(tests.substr(0, comma));
+    std::ifstream f(root + "/" + file);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_FALSE(text.empty()) << what << ": test file " << file << " does not exist";
+    EXPECT_NE(text.find(what), std::string::npos) << "'" << what << "' is not in " << file;
+    tests = comma == std::string_view::npos ? std::string_view{} : tests.substr(comma + 2);
+  }
+}
+
 TEST(Docs, OptionTableMatchesTheParser) {
   const std::string root = WS_SOURCE_DIR;
   const auto rows = read_doc_table(root + "/docs/testpmd.md");
@@ -454,17 +467,7 @@ TEST(Docs, OptionTableMatchesTheParser) {
       ok = false;
       continue;
     }
-    // Each test file named must exercise the option (its name appears in it).
-    std::string_view rest = row->second.tests;
-    while (!rest.empty()) {
-      const auto comma = rest.find(", ");
-      const std::string file(rest.substr(0, comma));
-      std::ifstream f(root + "/" + file);
-      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      EXPECT_TRUE(f.good() || !text.empty()) << d.name << ": test file " << file << " does not exist";
-      EXPECT_NE(text.find(std::string(d.name)), std::string::npos) << d.name << " is not in " << file;
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
-    }
+    expect_tests_name(root, row->second.tests, d.name);
   }
   EXPECT_EQ(rows.size(), all.size()) << "docs/testpmd.md lists options the parser does not have";
   EXPECT_TRUE(ok) << "docs/testpmd.md's option rows should be:\n" << expected;
@@ -499,15 +502,7 @@ TEST(Docs, CommandTableMatchesThePrompt) {
       ok = false;
       continue;
     }
-    std::string_view rest = row->second.second;
-    while (!rest.empty()) {
-      const auto comma = rest.find(", ");
-      const std::string file(rest.substr(0, comma));
-      std::ifstream f(root + "/" + file);
-      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      EXPECT_NE(text.find(words), std::string::npos) << "'" << words << "' is not in " << file;
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
-    }
+    expect_tests_name(root, row->second.second, words);
   }
   EXPECT_TRUE(ok) << "docs/testpmd.md's command rows should be:\n" << expected;
 }
