@@ -86,13 +86,6 @@ def mixed_frames(count=200):
     return frames, bad_ip, bad_l4
 
 
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", i + 1, 0, len(fr), len(fr)) + fr)
-
-
 def tshark_fields(path, fields):
     args = ["tshark", "-r", path, "-o", "ip.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE",
             "-o", "udp.check_checksum:TRUE", "-T", "fields", "-E", "separator=,"]
@@ -133,7 +126,7 @@ class NetCase(unittest.TestCase):
 
     def run_pcap(self, mode, frames, extra=()):
         inp, out = self.path("in.pcap"), self.path("out.pcap")
-        write_pcap(inp, frames)
+        testpmd_harness.write_pcap(inp, frames)
         s, desc = self.run_testpmd(EAL + ["--vdev", "net_pcap0,rx_pcap={},tx_pcap={}".format(inp, out)],
                                    ["--forward-mode=" + mode, "--port-topology=loop", "--auto-start", "--no-flush-rx", "--duration=1"]
                                    + list(extra))
@@ -215,7 +208,7 @@ class CsumOffloadCommands(NetCase):
                   ipv4_frame(6, tcp_segment(rng, payloads[4]))]
         expect_frames = [4, 1, 3, 1, 2]  # TCP cut at 800 bytes of payload; UDP is not
         inp, out = self.path("in.pcap"), self.path("out.pcap")
-        write_pcap(inp, frames)
+        testpmd_harness.write_pcap(inp, frames)
         cmds = self.commands(["csum set ip hw 0", "port stop all", "csum set ip hw 0", "csum set udp hw 0",
                               "csum set tcp hw 0", "csum set sctp hw 0", "tso set {} 0".format(segsz), "tso show 0",
                               "csum show 0", "port start all"])
@@ -272,8 +265,8 @@ class SoftwareRss(NetCase):
         frames = [ipv4_frame(17, udp_datagram(rng, 50), src=bytes([10, 1, i // 256, i % 256])) for i in range(64)]
         inp, empty = self.path("in.pcap"), self.path("empty.pcap")
         outs = [self.path("out0.pcap"), self.path("out1.pcap")]
-        write_pcap(inp, frames)
-        write_pcap(empty, [])
+        testpmd_harness.write_pcap(inp, frames)
+        testpmd_harness.write_pcap(empty, [])
         cmds = self.path("cmds.txt")
         with open(cmds, "w") as f:
             f.write("show port 0 rss-hash\nport config all rss udp\nport stop all\nport config all rss ip\n"

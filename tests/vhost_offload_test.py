@@ -82,26 +82,6 @@ def packet(i):
     return bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]) + struct.pack("!H", ethertype) + ip + l4
 
 
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for k, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 1, k, len(fr), len(fr)) + fr)
-
-
-def read_pcap(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack("<I", data[:4])[0]
-    assert magic in (0xA1B2C3D4, 0xA1B23C4D), hex(magic)
-    out, at = [], 24
-    while at + 16 <= len(data):
-        caplen = struct.unpack("<I", data[at + 8:at + 12])[0]
-        out.append(data[at + 16:at + 16 + caplen])
-        at += 16 + caplen
-    return out
-
-
 class OffloadBase(vp.PairBase):
     def setUp(self):
         super().setUp()
@@ -109,7 +89,7 @@ class OffloadBase(vp.PairBase):
         self.frames = [packet(i) for i in range(COUNT)]
         self.pcap_in = os.path.join(self.tmp.name, "in.pcap")
         self.pcap_out = os.path.join(self.tmp.name, "out.pcap")
-        write_pcap(self.pcap_in, self.frames)
+        testpmd_harness.write_pcap(self.pcap_in, self.frames)
 
     def tearDown(self):
         super().tearDown()
@@ -196,7 +176,7 @@ class OffloadBase(vp.PairBase):
 
     # ---- the verdict ----
     def check_delivered(self, context):
-        out = read_pcap(self.pcap_out) if os.path.exists(self.pcap_out) else []
+        out = testpmd_harness.read_pcap(self.pcap_out) if os.path.exists(self.pcap_out) else []
         self.assertEqual(len(out), COUNT, "{}: packets delivered".format(context))
         for k, (got, want) in enumerate(zip(out, self.frames)):
             self.assertEqual(got[12:], want[12:], "{}: packet {} differs behind the MAC addresses".format(context, k))
