@@ -16,7 +16,7 @@ void Testpmd::print_nic_stats(bool throughput, std::optional<std::uint16_t> only
   const std::uint64_t now = rdtsc();
   if (last_show_.size() != ports_.size()) last_show_.assign(ports_.size(), PortSnapshot{});
   for (std::size_t i = 0; i < ports_.size(); ++i) {
-    if (only && i != *only) continue;
+    if ((only && i != *only) || detached(static_cast<std::uint16_t>(i))) continue;
     const PortStats s = ports_[i]->stats();
     std::printf("\n  %s NIC statistics for port %-2zu %s\n", border, i, border);
     std::printf("  RX-packets: %-10" PRIu64 " RX-missed: %-10" PRIu64 " RX-bytes:  %-" PRIu64 "\n", s.ipackets, s.imissed,

@@ -57,7 +57,7 @@ const Port* port_param(const Testpmd& tp, std::string_view param) {
   const std::string text(param);
   char* end = nullptr;
   const unsigned long id = std::strtoul(text.c_str(), &end, 0);
-  if (id >= tp.ports().size()) return nullptr;
+  if (id >= tp.ports().size() || tp.detached(static_cast<std::uint16_t>(id))) return nullptr;
   return tp.ports()[id].get();
 }
 
@@ -142,7 +142,8 @@ std::optional<Json> answer(Testpmd& tp, std::string_view cmd, std::optional<std:
   std::lock_guard lock(tp.control_mutex());  // a port may be reconfigured from the prompt
   if (cmd == "/ethdev/list") {
     Json ids = Json::array();
-    for (const auto& p : tp.ports()) ids.push_back(p->id());
+    for (const auto& p : tp.ports())
+      if (!tp.detached(p->id())) ids.push_back(p->id());
     return ids;
   }
   const bool port_command =

@@ -3,6 +3,7 @@
 #include "app/testpmd/testpmd.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -103,10 +104,11 @@ Result<void> Testpmd::choose_fwd_lcores() {
 Result<void> Testpmd::choose_fwd_ports() {
   fwd_ports_.clear();
   if (app_.fwd_ports.empty()) {
-    for (std::uint16_t p = 0; p < ports_.size(); ++p) fwd_ports_.push_back(p);
+    for (std::uint16_t p = 0; p < ports_.size(); ++p)
+      if (!detached(p)) fwd_ports_.push_back(p);
   } else {
     for (std::uint16_t p : app_.fwd_ports) {
-      if (p >= ports_.size())
+      if (p >= ports_.size() || detached(p))
         return fail("--portmask/--portlist: port {} does not exist ({} port(s): 0 to {})", p, ports_.size(),
                     ports_.size() - 1);
       fwd_ports_.push_back(p);
@@ -180,6 +182,34 @@ Result<void> Testpmd::create_memory() {
   return {};
 }
 
+// A port just made (at start-up or by `port attach`) configured with the command line's
+// settings: queues, offloads, MTU, and the csum engine's per-port settings.
+Result<void> Testpmd::configure_new_port(Port& p) {
+  std::printf("Configuring Port %u (socket 0)\n", p.id());
+  const std::string where = fmt::format("port {} ({})", p.id(), p.name());
+  // --tx-offloads seeds the csum engine's per-port settings, as `csum set ip|udp|tcp hw` would.
+  CsumConfig& csum = fwd_config_.csum[p.id()];
+  csum = {};
+  csum.ip_hw = (app_.tx_offloads & tx_offload::ipv4_cksum) != 0;
+  csum.udp_hw = (app_.tx_offloads & tx_offload::udp_cksum) != 0;
+  csum.tcp_hw = (app_.tx_offloads & tx_offload::tcp_cksum) != 0;
+  PortConfig config = port_config(p);
+  config.tx_offloads |= app_.tx_offloads;
+  config.rx_offloads |= app_.rx_offloads;
+  if (app_.max_pkt_len) config.mtu = static_cast<std::uint16_t>(std::min<std::uint32_t>(app_.max_pkt_len - 18, 65535));
+  if (auto ok = p.configure(config); !ok) {
+    // dpdk-testpmd's lines, which scripts match, then the reason it exits.
+    std::fprintf(stderr, "%s\nFail to configure port %u\n", ok.error().message.c_str(), p.id());
+    return fail("Start ports failed: port {} ({}): {}", p.id(), p.name(), ok.error().message);
+  }
+  for (std::uint16_t q = 0; q < app_.rxq; ++q)
+    if (auto ok = p.setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
+  for (std::uint16_t q = 0; q < app_.txq; ++q)
+    if (auto ok = p.setup_tx_queue(q, {app_.txd}); !ok) return with_context(ok.error(), where);
+  fwd_config_.port_mac[p.id()] = p.mac();
+  return {};
+}
+
 Result<void> Testpmd::create_ports() {
   if (eal_.vdevs.empty() && pci_.empty())
     return fail("no ports: give at least one device with --vdev (e.g. --vdev net_null0 --vdev net_null1) or -a "
@@ -198,28 +228,8 @@ Result<void> Testpmd::create_ports() {
     ports_.push_back(std::move(*port));
   }
   if (ports_.size() > max_ports) return fail("{} ports given; at most {} are supported", ports_.size(), max_ports);
-  for (auto& p : ports_) {
-    std::printf("Configuring Port %u (socket 0)\n", p->id());
-    const std::string where = fmt::format("port {} ({})", p->id(), p->name());
-    // --tx-offloads seeds the csum engine's per-port settings, as `csum set ip|udp|tcp hw` would.
-    CsumConfig& csum = fwd_config_.csum[p->id()];
-    csum.ip_hw = (app_.tx_offloads & tx_offload::ipv4_cksum) != 0;
-    csum.udp_hw = (app_.tx_offloads & tx_offload::udp_cksum) != 0;
-    csum.tcp_hw = (app_.tx_offloads & tx_offload::tcp_cksum) != 0;
-    PortConfig config = port_config(*p);
-    config.tx_offloads |= app_.tx_offloads;
-    config.rx_offloads |= app_.rx_offloads;
-    if (app_.max_pkt_len) config.mtu = static_cast<std::uint16_t>(std::min<std::uint32_t>(app_.max_pkt_len - 18, 65535));
-    if (auto ok = p->configure(config); !ok) {
-      // dpdk-testpmd's lines, which scripts match, then the reason it exits.
-      std::fprintf(stderr, "%s\nFail to configure port %u\n", ok.error().message.c_str(), p->id());
-      return fail("Start ports failed: port {} ({}): {}", p->id(), p->name(), ok.error().message);
-    }
-    for (std::uint16_t q = 0; q < app_.rxq; ++q)
-      if (auto ok = p->setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
-    for (std::uint16_t q = 0; q < app_.txq; ++q)
-      if (auto ok = p->setup_tx_queue(q, {app_.txd}); !ok) return with_context(ok.error(), where);
-  }
+  for (auto& p : ports_)
+    if (auto ok = configure_new_port(*p); !ok) return ok;
   for (auto& p : ports_) {
     if (!app_.start_devices) break;  // --disable-device-start: "port start" does it
     if (auto ok = p->start(); !ok) {
@@ -428,7 +438,8 @@ void Testpmd::start_link_monitor() {
       // A command holding the mutex may be reconfiguring a port: look again next time.
       std::unique_lock lock(control_mutex_, std::try_to_lock);
       if (!lock.owns_lock()) continue;
-      for (std::size_t i = 0; i < ports_.size() && i < up.size(); ++i) {
+      up.resize(ports_.size(), false);  // `port attach` may add ports
+      for (std::size_t i = 0; i < ports_.size(); ++i) {
         const bool now = ports_[i]->link().up;
         if (now == up[i]) continue;
         up[i] = now;
@@ -663,6 +674,94 @@ Result<void> Testpmd::reset_ports(std::optional<std::uint16_t> port) {
     closed_[p->id()] = false;
     reconfig_[p->id()] = false;
   }
+  std::printf("Done\n");
+  return {};
+}
+
+namespace {
+
+// What stays in a detached port's slot: port ids never move (streams, captures and scripts name
+// them), so the slot holds a port that has no queues, never starts and counts nothing until
+// `port attach` reuses it.
+class DetachedPort final : public Port {
+ public:
+  explicit DetachedPort(std::uint16_t id) : Port("", "") { set_id(id); }
+  Result<void> setup_rx_queue(std::uint16_t, const RxQueueConfig&) override { return detached(); }
+  Result<void> setup_tx_queue(std::uint16_t, const TxQueueConfig&) override { return detached(); }
+  PortInfo info() const override { return {"", 1, 1, 0, 0}; }
+  LinkStatus link() const override { return {}; }
+
+ protected:
+  Result<void> do_start() override { return detached(); }
+  PortStats read_stats() const override { return {}; }
+
+ private:
+  Result<void> detached() const { return fail("port {} is detached", id()); }
+};
+
+}  // namespace
+
+std::size_t Testpmd::attached_ports() const {
+  return static_cast<std::size_t>(std::count(detached_.begin(), detached_.end(), false)) +
+         (ports_.size() - std::min(ports_.size(), detached_.size()));
+}
+
+Result<void> Testpmd::rebuild_fwd_ports() {
+  const auto gone = [&](std::uint16_t p) { return p >= ports_.size() || detached(p); };
+  app_.fwd_ports.erase(std::remove_if(app_.fwd_ports.begin(), app_.fwd_ports.end(), gone), app_.fwd_ports.end());
+  if (app_.nb_ports && *app_.nb_ports > attached_ports()) app_.nb_ports.reset();
+  if (auto ok = choose_fwd_ports(); !ok) return ok;
+  streams_.clear();
+  return setup_streams();
+}
+
+Result<std::uint16_t> Testpmd::attach_port(std::string_view devargs) {
+  if (forwarding()) return fail("Please stop forwarding first");
+  if (!devargs.empty() && std::isdigit(static_cast<unsigned char>(devargs.front())))
+    return fail("port attach {}: PCI devices are probed at start-up (-a); attach takes virtual devices (--vdev "
+                "strings such as net_null2)",
+                devargs);
+  std::printf("Attaching a new port...\n");
+  // The lowest detached id, as DPDK hands out the lowest free port id; else a new one.
+  const auto free_slot = std::find(detached_.begin(), detached_.end(), true);
+  const auto slot = static_cast<std::uint16_t>(free_slot == detached_.end() ? ports_.size()
+                                                                            : free_slot - detached_.begin());
+  if (slot >= ports_.size() && ports_.size() >= max_ports) return fail("port attach: {} ports already", max_ports);
+  for (const auto& p : ports_)
+    if (p->name() == devargs.substr(0, devargs.find(',')))
+      return fail("port attach {}: device {} exists already (port {})", devargs, p->name(), p->id());
+  auto port = registry_.create_port(devargs, {arena_.get(), static_cast<unsigned>(eal_.lcores.size())});
+  if (!port) return std::unexpected(port.error());
+  (*port)->set_id(slot);
+  if (auto ok = configure_new_port(**port); !ok) return std::unexpected(ok.error());
+  detached_.resize(std::max<std::size_t>(detached_.size(), slot + 1u), false);
+  closed_.resize(std::max<std::size_t>(closed_.size(), slot + 1u), false);
+  reconfig_.resize(std::max<std::size_t>(reconfig_.size(), slot + 1u), false);
+  if (slot == ports_.size()) ports_.push_back(std::move(*port));
+  else ports_[slot] = std::move(*port);
+  detached_[slot] = closed_[slot] = reconfig_[slot] = false;
+  // As dpdk-testpmd's update_fwd_ports: a new port forwards too, in a --portlist as well.
+  if (!app_.fwd_ports.empty()) {
+    app_.fwd_ports.push_back(slot);
+    std::sort(app_.fwd_ports.begin(), app_.fwd_ports.end());
+  }
+  std::printf("Port %u is attached. Now total ports is %zu\n", slot, attached_ports());
+  if (auto ok = rebuild_fwd_ports(); !ok) return std::unexpected(ok.error());
+  std::printf("Done\n");
+  return slot;
+}
+
+Result<void> Testpmd::detach_port(std::uint16_t port) {
+  if (forwarding()) return fail("Please stop forwarding first");
+  if (detached(port)) return fail("Port {} is detached already", port);
+  if (!closed(port)) return fail("Port was not closed");
+  std::printf("Removing a device...\n");
+  if (rx_tap(port)) swap_rx_tap(port, nullptr);  // a capture of this port ends with it
+  detached_.resize(ports_.size(), false);
+  ports_[port] = std::make_unique<DetachedPort>(port);
+  detached_[port] = true;
+  std::printf("Port %u is closed\nDevice is detached\nNow total ports is %zu\n", port, attached_ports());
+  if (auto ok = rebuild_fwd_ports(); !ok) return ok;
   std::printf("Done\n");
   return {};
 }

@@ -84,6 +84,14 @@ class Testpmd {
   // `port reset`: stopped (or closed) ports are configured afresh, queues and all.
   Result<void> reset_ports(std::optional<std::uint16_t> port);
   bool closed(std::uint16_t port) const { return port < closed_.size() && closed_[port]; }
+  // `port attach DEVARGS`: a virtual device made, configured (not started), given the lowest
+  // detached id or a new one, and added to the forwarding ports. Forwarding stopped.
+  Result<std::uint16_t> attach_port(std::string_view devargs);
+  // `port detach N` of a closed port: the device is destroyed, its id left empty (ids never
+  // move) until an attach reuses it.
+  Result<void> detach_port(std::uint16_t port);
+  bool detached(std::uint16_t port) const { return port < detached_.size() && detached_[port]; }
+  std::size_t attached_ports() const;  // ports not detached
   // Starts ports, first applying a pending "port config" (queues rebuilt, streams redone).
   Result<void> start_ports(std::optional<std::uint16_t> port);
   // what: rxq, txq, rxd or txd; applied to every port at its next start. Ports stopped.
@@ -134,6 +142,8 @@ class Testpmd {
   Result<void> create_ports();
   Result<void> choose_fwd_lcores();  // --coremask, or every lcore but the main one
   Result<void> choose_fwd_ports();   // --portmask/--portlist and --nb-ports, checked against the ports
+  Result<void> rebuild_fwd_ports();  // after attach/detach: forwarding ports and streams again
+  Result<void> configure_new_port(Port& p);  // the command line's queues, offloads and MTU
   Result<void> setup_streams();
   void flush_rx_queues();            // as dpdk-testpmd's flush_fwd_rx_queues
   Result<void> reconfigure_port(Port& p);
@@ -178,6 +188,7 @@ class Testpmd {
   unsigned verbose_ = 0;
   std::vector<bool> reconfig_;                     // per port: "port config" not yet applied
   std::vector<bool> closed_;                       // per port: closed, until reset
+  std::vector<bool> detached_;                     // per port id: detached (a DetachedPort holds the slot)
   std::vector<std::unique_ptr<Port>> verbose_ports_;  // per port: printing proxies (verbose > 0)
   std::vector<std::unique_ptr<Port>> rx_taps_;     // per port: capture proxies
   std::mutex control_mutex_;

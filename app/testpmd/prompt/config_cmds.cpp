@@ -93,10 +93,10 @@ std::string link_speed(const LinkStatus& l) {
 }
 
 void print_summary(const Testpmd& tp, std::optional<std::uint16_t> only) {
-  std::printf("Number of available ports: %zu\n", tp.ports().size());
+  std::printf("Number of available ports: %zu\n", tp.attached_ports());
   std::printf("Port MAC Address       Name         Driver         Status   Link\n");
   for (const auto& p : tp.ports()) {
-    if (only && p->id() != *only) continue;
+    if ((only && p->id() != *only) || tp.detached(p->id())) continue;
     const LinkStatus l = p->link();
     std::printf("%-4u %s %-12s %-14s %-8s %s\n", p->id(), p->mac().to_string().c_str(), p->name().c_str(),
                 p->driver_name().c_str(), l.up ? "up" : "down", link_speed(l).c_str());
@@ -189,7 +189,7 @@ std::span<const Command> config_commands() {
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          bool any = false;
          for (const auto& p : tp.ports())
-           if (a[0] == "all" || a[0] == p->name()) {
+           if (!tp.detached(p->id()) && (a[0] == "all" || a[0] == p->name())) {
              print_device(*p);
              any = true;
            }

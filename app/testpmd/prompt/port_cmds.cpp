@@ -42,6 +42,22 @@ std::span<const Command> port_commands() {
          if (!port) return std::unexpected(port.error());
          return tp.reset_ports(*port);
        }},
+      {{"port", "attach"},
+       "<devargs>",
+       "add a virtual device (a --vdev string) as a stopped port",
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto id = tp.attach_port(a[0]);
+         if (!id) return std::unexpected(id.error());
+         return {};
+       }},
+      {{"port", "detach"},
+       "<port>",
+       "remove a closed port's device; its id stays free until an attach",
+       [](Testpmd& tp, CommandArgs a) -> Result<void> {
+         auto port = parse_one_port(tp, a[0]);
+         if (!port) return std::unexpected(port.error());
+         return tp.detach_port(*port);
+       }},
       {{"port", "config", "all"},
        "rxq|txq|rxd|txd <n>",
        "queues or descriptors per queue (all ports stopped)",

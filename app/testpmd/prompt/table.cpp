@@ -31,6 +31,7 @@ Result<std::uint64_t> parse_number(std::string_view what, std::string_view text,
 Result<std::uint16_t> parse_one_port(const Testpmd& tp, std::string_view text) {
   auto n = parse_number("port", text, 0, tp.ports().size() - 1);
   if (!n) return std::unexpected(n.error());
+  if (tp.detached(static_cast<std::uint16_t>(*n))) return fail("port {} is detached ('port attach' a device)", *n);
   return static_cast<std::uint16_t>(*n);
 }
 
@@ -39,13 +40,15 @@ Result<std::optional<std::uint16_t>> parse_port(const Testpmd& tp, std::string_v
   const std::size_t last = tp.ports().size() - 1;
   auto n = parse_number("port", text, 0, last);
   if (!n) return fail("port '{}' does not exist; accepted all or a port id 0 to {}", text, last);
+  if (tp.detached(static_cast<std::uint16_t>(*n))) return fail("port {} is detached ('port attach' a device)", *n);
   return std::optional<std::uint16_t>{static_cast<std::uint16_t>(*n)};
 }
 
 std::vector<std::uint16_t> selected_ports(const Testpmd& tp, std::optional<std::uint16_t> port) {
   if (port) return {*port};
   std::vector<std::uint16_t> all;
-  for (const auto& p : tp.ports()) all.push_back(p->id());
+  for (const auto& p : tp.ports())
+    if (!tp.detached(p->id())) all.push_back(p->id());
   return all;
 }
 
