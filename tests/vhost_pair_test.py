@@ -673,9 +673,13 @@ class HostileFrontend(PairBase):
         for name, xstat, _ in cases(None):
             names.append(name)
             expected[xstat] = expected.get(xstat, 0) + 1
-        for name in names:
+        for k, name in enumerate(names):
             # One connection per case: the ring stays broken (sticky) until the frontend goes.
             fe = frontend(self.sock)
+            # Traffic once the backend says the device is up (its link event: up at each
+            # connection, down at each close), as a guest sends once the device is live.
+            self.assertTrue(self.read_until(vhost, "link state change event", count=2 * k + 1),
+                            "{}: the backend never reported the device up".format(name))
             dict((n, a) for n, _, a in cases(fe))[name]()
             # Pair 1 (rings 2 and 3) must keep forwarding while ring 1 is broken.
             self.assertTrue(fe.good_traffic(2, 3, 32), "{}: the good queue pair stopped forwarding".format(name))
@@ -929,8 +933,11 @@ class Lifecycle(PairBase):
         backs = []
         for k in range(2):
             tag = "{}_back{}".format(name, k)
+            # The frontend sends all along: as with dpdk-testpmd, --no-flush-rx keeps what waits
+            # when forwarding starts, which exact accounting counts.
             back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
-                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag, WINDOW))
+                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1", "--no-flush-rx"], tag,
+                                        WINDOW))
             out = self.finish(back)
             self.assertEqual(back.returncode, 0, out[-3000:])
             backs.append(self.summary(tag))

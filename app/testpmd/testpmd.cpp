@@ -435,17 +435,22 @@ void Testpmd::start_link_monitor() {
     }
     while (!link_monitor_stop_.load(std::memory_order_relaxed)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      // A command holding the mutex may be reconfiguring a port: look again next time.
-      std::unique_lock lock(control_mutex_, std::try_to_lock);
-      if (!lock.owns_lock()) continue;
-      up.resize(ports_.size(), false);  // `port attach` may add ports
-      for (std::size_t i = 0; i < ports_.size(); ++i) {
-        const bool now = ports_[i]->link().up;
-        if (now == up[i]) continue;
-        up[i] = now;
-        std::printf("\nPort %zu: link state change event\n", i);
-        std::fflush(stdout);
+      std::vector<std::size_t> changed;
+      {
+        // A command holding the mutex may be reconfiguring a port: look again next time.
+        std::unique_lock lock(control_mutex_, std::try_to_lock);
+        if (!lock.owns_lock()) continue;
+        up.resize(ports_.size(), false);  // `port attach` may add ports
+        for (std::size_t i = 0; i < ports_.size(); ++i) {
+          const bool now = ports_[i]->link().up;
+          if (now == up[i]) continue;
+          up[i] = now;
+          changed.push_back(i);
+        }
       }
+      // Printed without the mutex: stdout may be a pipe nobody reads for a while.
+      for (std::size_t i : changed) std::printf("\nPort %zu: link state change event\n", i);
+      if (!changed.empty()) std::fflush(stdout);
     }
   });
 }

@@ -33,14 +33,17 @@ struct SoftwareTxQueue;  // private: ws/port/software_tx.hpp
 /// shows within a burst or two, as a NIC's table write does).
 class VlanFilter {
  public:
+  /// Whether VLAN id `vid` (0 to 4095) is let in.
   bool test(std::uint16_t vid) const noexcept {
     return (words_[vid >> 6].load(std::memory_order_relaxed) >> (vid & 63)) & 1;
   }
+  /// Lets VLAN id `vid` in (on) or not.
   void set(std::uint16_t vid, bool on) noexcept {
     const std::uint64_t bit = 1ULL << (vid & 63);
     if (on) words_[vid >> 6].fetch_or(bit, std::memory_order_relaxed);
     else words_[vid >> 6].fetch_and(~bit, std::memory_order_relaxed);
   }
+  /// The number of VLAN ids.
   static constexpr std::uint16_t size() noexcept { return 4096; }
 
  private:
