@@ -181,6 +181,8 @@ class CallAfterKick(HostileCase):
     def test_interrupts_reach_a_call_fd_sent_after_the_kick(self):
         vhost = self.start_vhost([self.sock])
         fe = QemuOrderFrontend(self.sock)
+        # Traffic once the backend reports the device up, as a guest sends once it is live.
+        self.assertTrue(self.read_until(vhost, "link state change event"), "the device never came up")
         self.assertTrue(fe.good_traffic(0, 1, 16), "a ring kicked first never started")
         self.assertGreaterEqual(vp.read_eventfd(fe.calls[0]), 1, "no interrupt on the RX ring's call fd")
         # A new call fd while the ring runs (QEMU's unmask): the next interrupts go there.
