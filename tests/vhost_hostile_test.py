@@ -34,8 +34,9 @@ def vhost_args(socks, queues=1, extra_app=()):
     args = [BINARY, "--no-huge"] + vp.VHOST_LCORES
     for k, sock in enumerate(socks):
         args += ["--vdev", "net_vhost{},iface={},queues={}".format(k, sock, queues)]
+    # --no-flush-rx: a frontend may connect and send before forwarding starts (see vp.PairBase).
     return args + ["--", "-i", "--forward-mode=io", "--auto-start", "--nb-cores=1", "--port-topology=loop",
-                   "--rxq={}".format(queues), "--txq={}".format(queues)] + vp.POOL + list(extra_app)
+                   "--rxq={}".format(queues), "--txq={}".format(queues), "--no-flush-rx"] + vp.POOL + list(extra_app)
 
 
 def eventfd_at_max():

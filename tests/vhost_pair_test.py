@@ -118,10 +118,14 @@ class PairBase(unittest.TestCase):
         with open(path) as f:
             return json.load(f)
 
+    # Peers connect as soon as the socket exists, which may be before our side starts forwarding:
+    # --no-flush-rx keeps what they sent by then, which dpdk-testpmd's start would discard.
+    NO_FLUSH = ["--no-flush-rx"]
+
     def ours(self, lcores, vdev, app, summary, duration):
         return [BINARY, "--no-huge"] + lcores + ["--vdev", vdev, "--", "--summary-json",
                                                   os.path.join(self.tmp.name, summary + ".json"),
-                                                  "--duration", str(duration)] + POOL + app
+                                                  "--duration", str(duration)] + POOL + self.NO_FLUSH + app
 
     def start(self, args, stdin=None):
         p = subprocess.Popen(args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -243,11 +247,8 @@ class OursWithOurs(PairBase):
                                       ["--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"],
                                       "virtio", WINDOW))
         self.assertTrue(wait_for_socket(self.sock, virtio), "virtio_user server=1 did not listen")
-        # The client connects while its ports are created, so the virtio side's first burst may
-        # be waiting before forwarding starts: as with dpdk-testpmd, --no-flush-rx keeps it.
         vhost = self.start(self.ours(VHOST_LCORES, vhost_dev.format(sock=self.sock),
-                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1", "--no-flush-rx"], "vhost",
-                                     5))
+                                     ["--forward-mode=io", "--auto-start", "--nb-cores=1"], "vhost", 5))
         vout = self.finish(virtio)
         vhost.send_signal(signal.SIGINT)  # done once the virtio side is: stop it (its 5 s is a cap)
         hout = self.finish(vhost)
@@ -665,7 +666,8 @@ class HostileFrontend(PairBase):
         vhost = self.start([BINARY, "--no-huge"] + VHOST_LCORES +
                            ["--vdev", "net_vhost0,iface={},queues=2".format(self.sock), "--",
                             "--summary-json", os.path.join(self.tmp.name, "vhost.json"), "-i",
-                            "--forward-mode=io", "--auto-start", "--nb-cores=1", "--rxq=2", "--txq=2"] + POOL,
+                            "--forward-mode=io", "--auto-start", "--nb-cores=1", "--rxq=2", "--txq=2"] + POOL +
+                           self.NO_FLUSH,
                            stdin=subprocess.PIPE)
         self.assertTrue(wait_for_socket(self.sock, vhost))
         expected = {}
@@ -739,7 +741,7 @@ class EventIdx(PairBase):
         vhost = self.start([BINARY, "--no-huge"] + VHOST_LCORES +
                            ["--vdev", "net_vhost0,iface={},queues=1".format(self.sock), "--", "-i",
                             "--summary-json", os.path.join(self.tmp.name, "vhost.json")] + POOL +
-                           ["--forward-mode=io", "--auto-start", "--nb-cores=1"], stdin=subprocess.PIPE)
+                           ["--forward-mode=io", "--auto-start", "--nb-cores=1"] + self.NO_FLUSH, stdin=subprocess.PIPE)
         self.assertTrue(wait_for_socket(self.sock, vhost))
         failures = []
         for features, later in ((V1 | EVENT_IDX, 0), (V1, 1)):
@@ -933,11 +935,8 @@ class Lifecycle(PairBase):
         backs = []
         for k in range(2):
             tag = "{}_back{}".format(name, k)
-            # The frontend sends all along: as with dpdk-testpmd, --no-flush-rx keeps what waits
-            # when forwarding starts, which exact accounting counts.
             back = self.start(self.ours(VHOST_LCORES, "net_vhost0,iface={},client=1".format(self.sock),
-                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1", "--no-flush-rx"], tag,
-                                        WINDOW))
+                                        ["--forward-mode=io", "--auto-start", "--nb-cores=1"], tag, WINDOW))
             out = self.finish(back)
             self.assertEqual(back.returncode, 0, out[-3000:])
             backs.append(self.summary(tag))

@@ -427,7 +427,13 @@ std::uint64_t Testpmd::forwarded_packets() const {
 void Testpmd::start_link_monitor() {
   if (!app_.lsc_interrupt || (app_.event_print_mask & event_type::intr_lsc) == 0 || link_monitor_.joinable()) return;
   link_monitor_stop_.store(false, std::memory_order_relaxed);
-  link_monitor_ = std::thread([this] {
+  // As DPDK's control threads: on the CPUs no lcore of ours runs on, when there are some, so that
+  // polling links never takes time from an lcore or from a driver's control thread sharing its CPU.
+  std::vector<unsigned> spare = available_cpus();
+  for (const auto& l : eal_.lcores)
+    for (unsigned cpu : l.cpus) spare.erase(std::remove(spare.begin(), spare.end(), cpu), spare.end());
+  link_monitor_ = std::thread([this, spare] {
+    if (!spare.empty()) (void)pin_current_thread(spare);
     std::vector<bool> up;
     {
       std::lock_guard lock(control_mutex_);
