@@ -212,7 +212,15 @@ class VhostPort final : public Port, public virtio::RingListener {
 
   // ---- RingListener: control thread, inside VhostBackend::handle ----
   void ring_started(std::uint32_t r, bool fresh) override {
-    start_slot(slots_[r], backend_, r, fresh, {linear_, legacy_ol_, tx_offloads_.load(std::memory_order_relaxed)});
+    const SlotStart where =
+        start_slot(slots_[r], backend_, r, fresh, {linear_, legacy_ol_, tx_offloads_.load(std::memory_order_relaxed)});
+    // Once per ring start, in the connection's budget: a frontend can start rings as often as it
+    // likes, and these lines must not crowd out a broken ring's.
+    if (where.resynced())
+      log_.log(LogLevel::notice,
+               "{}: ring {} resumes at its used index {}, not at base {}: it ran on while its backend was away; "
+               "chains the last backend took and did not return are taken again",
+               name(), r, where.resumed, where.base);
   }
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];
