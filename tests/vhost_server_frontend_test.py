@@ -67,8 +67,17 @@ class ServerFrontend(vp.PairBase):
         return queue_packets(self.early[p.pid])
 
     def traffic(self, vhost):
-        """Packets per queue the vhost side received over SECONDS."""
-        before = self.counts(vhost)
+        """Packets per queue the vhost side received over SECONDS, once every queue receives: the
+        sides may still be connecting when forwarding starts (on a loaded machine, for seconds),
+        and a sample taken then would measure the connection, not the rings."""
+        start = self.counts(vhost)
+        deadline = time.monotonic() + 20
+        before = start
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            before = self.counts(vhost)
+            if before and all(before[q] > start.get(q, 0) for q in before):
+                break
         time.sleep(SECONDS)
         after = self.counts(vhost)
         return {q: after[q] - before.get(q, 0) for q in after}
