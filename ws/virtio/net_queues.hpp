@@ -8,6 +8,7 @@
 // buffer and how a queue notifies the device (the Transport parameter, see VhostUserHotPath and
 // PciHotPath).
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -70,6 +71,9 @@ struct QueueCommon : QueueBase {
   BurstGate gate;
   // Packets dropped by ring resets (a packed ring given to a new backend); control path only.
   Counter reset_dropped;
+  // Whether the broken state of `health` was logged: once per break, whichever control thread
+  // (link monitor, prompt, stop) sees it first. Cleared with health.reset().
+  mutable std::atomic<bool> broken_logged{false};
 };
 
 struct alignas(cache_line_bytes) RxCommon : QueueCommon {
