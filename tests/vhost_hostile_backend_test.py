@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Our virtio_user against a hostile vhost-user backend written here in Python. The backend
 listens, answers the protocol until the device is up and serves it as a net device on split
-rings (it takes our TX packets and fills our RX buffers); then, while traffic runs, it attacks:
-it truncates the memory we shared, scribbles random bytes over every shared byte, returns used
-ids we never made available (beyond the ring, and one already returned), used lengths beyond
-the buffer, and num_buffers of 0 and 65535 (MRG_RXBUF negotiated).
+and packed rings (it takes our TX packets and fills our RX buffers); then, while traffic runs, it
+attacks: it truncates the memory we shared, scribbles random bytes over every shared byte,
+returns used ids we never made available (beyond the ring, and one already returned), used
+lengths beyond the buffer, and num_buffers of 0 and 65535 (MRG_RXBUF negotiated).
 
 Each time the testpmd process keeps running and its other ports (a net_ring pair) keep
 forwarding; a queue the backend broke is logged once, counted in xstats, and its port reports
@@ -37,9 +37,11 @@ SET_VRING_KICK, SET_VRING_CALL, SET_VRING_ERR = 12, 13, 14
 GET_PROTOCOL_FEATURES, SET_PROTOCOL_FEATURES, GET_QUEUE_NUM, SET_VRING_ENABLE = 15, 16, 17, 18
 SET_STATUS, GET_STATUS = 39, 40
 FLAG_VERSION, FLAG_REPLY, FLAG_NEED_REPLY = 1, 4, 8
-MRG_RXBUF, PROTOCOL_FEATURES, VERSION_1 = 1 << 15, 1 << 30, 1 << 32
+MRG_RXBUF, PROTOCOL_FEATURES, VERSION_1, RING_PACKED = 1 << 15, 1 << 30, 1 << 32, 1 << 34
 PROTOCOL_STATUS = 1 << 16
-USED_F_NO_NOTIFY = 1
+USED_F_NO_NOTIFY = 1  # split: the device asks for no kicks
+EVENT_DISABLE = 1  # packed: likewise, in the device event suppression area
+F_NEXT, F_WRITE, F_AVAIL, F_USED = 1, 2, 1 << 7, 1 << 15
 HDR = 12  # virtio-net header with num_buffers (VERSION_1)
 FRAME = bytes([0x02] * 6 + [0x04] * 6) + b"\x08\x00" + bytes(46)  # 60 bytes
 
@@ -51,7 +53,8 @@ LINK_EVENT = "Port 0: link state change event"
 
 
 class Ring:
-    """One split ring as the backend sees it: offsets into the mapped region."""
+    """One ring as the backend sees it: offsets into the mapped region, and where it is. Split:
+    indices. Packed: positions and wrap counters (§2.8.1: both start at 1)."""
 
     def __init__(self):
         self.num = 0
@@ -62,13 +65,15 @@ class Ring:
         self.stopped = False
         self.last_avail = 0
         self.used_idx = 0
+        self.avail_wrap = self.used_wrap = True
 
 
 class Backend:
     """A vhost-user backend on a unix socket: the protocol on one thread, the device on another.
     `attack` (set by the test) changes what the device thread does next."""
 
-    def __init__(self, path):
+    def __init__(self, path, packed=False):
+        self.packed = packed
         self.lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.lst.bind(path)
         self.lst.listen(1)
@@ -154,7 +159,8 @@ class Backend:
 
     def handle(self, request, flags, payload, fds):
         if request == GET_FEATURES:
-            self.reply(request, struct.pack("<Q", VERSION_1 | MRG_RXBUF | PROTOCOL_FEATURES))
+            self.reply(request, struct.pack("<Q", VERSION_1 | MRG_RXBUF | PROTOCOL_FEATURES |
+                                            (RING_PACKED if self.packed else 0)))
         elif request == SET_FEATURES:
             self.features = struct.unpack("<Q", payload)[0]
         elif request == GET_PROTOCOL_FEATURES:
@@ -179,7 +185,11 @@ class Backend:
         elif request == SET_VRING_BASE:
             r, base = struct.unpack("<II", payload)
             ring = self.rings[r]
-            ring.base = ring.last_avail = ring.used_idx = base
+            if self.packed:  # bit 15: the wrap counter
+                ring.last_avail = ring.used_idx = base & 0x7fff
+                ring.avail_wrap = ring.used_wrap = bool(base >> 15)
+            else:
+                ring.last_avail = ring.used_idx = base
         elif request == SET_VRING_ADDR:
             r, _, desc, used, avail, _ = struct.unpack("<IIQQQQ", payload)
             _, _, uaddr, offset = self.region
@@ -193,8 +203,11 @@ class Backend:
                     ring = self.rings[r]
                     ring.stopped = False
                     if self.mem is not None and ring.addr is not None:
-                        # We poll: ask the driver not to kick (virtio 1.2 §2.7.10).
-                        self.h[(ring.addr[2]) // 2] = USED_F_NO_NOTIFY
+                        # We poll: ask the driver not to kick (virtio 1.2 §2.7.10, §2.8.10).
+                        if self.packed:
+                            self.h[(ring.addr[2] + 2) // 2] = EVENT_DISABLE
+                        else:
+                            self.h[ring.addr[2] // 2] = USED_F_NO_NOTIFY
         elif request == SET_VRING_ENABLE:
             r, on = struct.unpack("<II", payload)
             self.rings[r].enabled = bool(on)
@@ -203,7 +216,8 @@ class Backend:
             with self.lock:
                 ring = self.rings[r]
                 ring.stopped = True
-                self.reply(request, struct.pack("<II", r, ring.last_avail & 0xffff))
+                base = ring.last_avail | (ring.avail_wrap << 15 if self.packed else 0)
+                self.reply(request, struct.pack("<II", r, base & 0xffff))
         # SET_OWNER, RESET_OWNER, SET_PROTOCOL_FEATURES, SET_STATUS: nothing to keep.
         for fd in fds:  # fds of messages that take none
             os.close(fd)
@@ -260,41 +274,80 @@ class Backend:
             raise ValueError("buffer {:#x}+{} outside the region".format(gpa, length))
         return gpa - gbase + offset
 
-    def push_used(self, ring, ident, length):
+    def pop(self, ring, budget):
+        """Up to `budget` chains made available: (id, descriptors, first address, first length)."""
+        if self.packed:
+            return self.pop_packed(ring, budget)
+        desc, avail, _ = ring.addr
+        n = min((self.h[(avail + 2) // 2] - ring.last_avail) & 0xffff, budget)
+        out = []
+        for k in range(n):
+            head = self.h[(avail + 4 + 2 * ((ring.last_avail + k) % ring.num)) // 2]
+            addr, dlen, _, _ = struct.unpack_from("<QIHH", self.mem, desc + 16 * head)
+            out.append((head, 1, addr, dlen))
+        ring.last_avail = (ring.last_avail + n) & 0xffff
+        return out
+
+    def pop_packed(self, ring, budget):
+        desc = ring.addr[0]
+        out = []
+        while len(out) < budget:
+            flags = self.h[(desc + 16 * ring.last_avail + 14) // 2]
+            # §2.8.1: available when AVAIL matches our wrap counter and USED does not.
+            if bool(flags & F_AVAIL) != ring.avail_wrap or bool(flags & F_USED) == ring.avail_wrap:
+                break
+            first = None
+            n = 0
+            while True:  # the buffer id is in the chain's last descriptor
+                addr, dlen, ident, flags = struct.unpack_from("<QIHH", self.mem, desc + 16 * ring.last_avail)
+                first = first or (addr, dlen)
+                n += 1
+                ring.last_avail += 1
+                if ring.last_avail == ring.num:
+                    ring.last_avail = 0
+                    ring.avail_wrap = not ring.avail_wrap
+                if not flags & F_NEXT:
+                    break
+            out.append((ident, n) + first)
+        return out
+
+    def push_used(self, ring, ident, length, descs=1, write=False):
+        """Returns a chain. Packed: one used descriptor, its flags stored last, then the chain's
+        descriptors skipped (§2.8.7)."""
+        if self.packed:
+            at = ring.addr[0] + 16 * ring.used_idx
+            struct.pack_into("<IH", self.mem, at + 8, length, ident)
+            self.h[(at + 14) // 2] = (F_AVAIL | F_USED if ring.used_wrap else 0) | (F_WRITE if write else 0)
+            ring.used_idx += descs
+            if ring.used_idx >= ring.num:
+                ring.used_idx -= ring.num
+                ring.used_wrap = not ring.used_wrap
+            return
         _, _, used = ring.addr
         struct.pack_into("<II", self.mem, used + 4 + 8 * (ring.used_idx % ring.num), ident, length)
         ring.used_idx = (ring.used_idx + 1) & 0xffff
 
     def publish_used(self, ring):
-        self.h[(ring.addr[2] + 2) // 2] = ring.used_idx  # one 16-bit store (see vp.store16)
-
-    def heads(self, ring, budget):
-        _, avail, _ = ring.addr
-        n = min((self.h[(avail + 2) // 2] - ring.last_avail) & 0xffff, budget)
-        out = [self.h[(avail + 4 + 2 * ((ring.last_avail + k) % ring.num)) // 2] for k in range(n)]
-        ring.last_avail = (ring.last_avail + n) & 0xffff
-        return out
+        if not self.packed:
+            self.h[(ring.addr[2] + 2) // 2] = ring.used_idx  # one 16-bit store (see vp.store16)
 
     def take_tx(self, ring, budget=64):
-        heads = self.heads(ring, budget)
-        for head in heads:
-            ident = head
+        heads = self.pop(ring, budget)
+        for ident, descs, _, _ in heads:
             if self.attack == "tx_id_beyond_ring":
                 ident = ring.num + 3
                 self.attack = None
                 self.attacked.set()
-            self.push_used(ring, ident, 0)
+            self.push_used(ring, ident, 0, descs)
         if heads:
             self.publish_used(ring)
             self.taken += len(heads)
         return len(heads)
 
     def fill_rx(self, ring, budget=32):
-        heads = self.heads(ring, budget)
-        desc = ring.addr[0]
-        for k, head in enumerate(heads):
-            addr, dlen, _, _ = struct.unpack_from("<QIHH", self.mem, desc + 16 * head)
-            attack, num_buffers, length, ident = self.attack, 1, HDR + len(FRAME), head
+        heads = self.pop(ring, budget)
+        for k, (ident, descs, addr, dlen) in enumerate(heads):
+            attack, num_buffers, length = self.attack, 1, HDR + len(FRAME)
             if attack == "id_not_outstanding" and k == 0:
                 attack = None  # the attack needs a batch of two: the second returns the first's id
             if attack == "num_buffers_0":
@@ -306,14 +359,14 @@ class Backend:
             elif attack == "id_beyond_ring":
                 ident = ring.num + 7
             elif attack == "id_not_outstanding":
-                ident = heads[0]  # returned just before: ours no more (heads[1] is never returned)
+                ident = heads[0][0]  # returned just before: ours no more (heads[1] is never returned)
             if attack in ("num_buffers_0", "num_buffers_65535", "length_beyond_buffer", "id_beyond_ring",
                           "id_not_outstanding"):
                 self.attack = None  # once; what follows is good traffic
                 self.attacked.set()
             at = self.translate(addr, min(dlen, HDR + len(FRAME)))
             self.mem[at:at + HDR + len(FRAME)] = struct.pack("<BBHHHHH", 0, 0, 0, 0, 0, 0, num_buffers) + FRAME
-            self.push_used(ring, ident, length)
+            self.push_used(ring, ident, length, descs, write=True)
         if heads:
             self.publish_used(ring)
             self.delivered += len(heads)
@@ -327,16 +380,20 @@ def port_rx(text, port):
 
 
 class HostileBackend(vp.PairBase):
+    """Split rings."""
+
+    PACKED = False
+
     def setUp(self):
         super().setUp()
         testpmd_harness.need_cpus_0_1(self)
-        self.backend = Backend(self.sock)
+        self.backend = Backend(self.sock, packed=self.PACKED)
         self.addCleanup(self.backend.close)
         self.commands = 0
 
     def start_testpmd(self):
         args = [BINARY, "--no-huge"] + LCORES + [
-            "--vdev", "net_virtio_user0,path={},mrg_rxbuf=1".format(self.sock),
+            "--vdev", "net_virtio_user0,path={},mrg_rxbuf=1,packed_vq={}".format(self.sock, int(self.PACKED)),
             "--vdev", "net_null0", "--vdev", "net_ring0", "--vdev", "net_ring1,peer=net_ring0", "--",
             "-i", "--forward-mode=io", "--auto-start", "--tx-first", "--nb-cores=1",
             "--summary-json", os.path.join(self.tmp.name, "virtio.json")] + testpmd_harness.SMALL_POOL + self.NO_FLUSH
@@ -442,6 +499,12 @@ class HostileBackend(vp.PairBase):
         """More buffers than the ring holds: the packet can never be whole, and collecting it
         would take the pool's mbufs from every other port."""
         self.run_attack("num_buffers_65535", breaks="rx_q0_used_bad_num_buffers")
+
+
+class PackedHostileBackend(HostileBackend):
+    """The same attacks on packed rings: used descriptors whose ids, lengths and headers lie."""
+
+    PACKED = True
 
 
 if __name__ == "__main__":
