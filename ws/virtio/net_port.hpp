@@ -268,8 +268,8 @@ class VirtioNetPort : public Port {
     // relaxed: only which thread logs is decided here; the error it logs was published by
     // broken()'s acquire above.
     if (!c.broken_logged.exchange(true, std::memory_order_relaxed))
-      log(LogLevel::warning, "{}: {} queue {} was broken by the device: {}; the port is down until it restarts",
-          name(), dir, q, queue_error_detail(c.health.first_error(), c.health.first_detail()));
+      log(LogLevel::warning, "{}: {} queue {} was broken by the device: {}; the port is down until it restarts", name(),
+          dir, q, queue_error_detail(c.health.first_error(), c.health.first_detail()));
     return false;
   }
   static void reset_health(QueueCommon& c) {

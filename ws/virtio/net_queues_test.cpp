@@ -3,9 +3,10 @@
 // packet comes out with the header stripped and its buffer is reposted (split rings: when a poll
 // finds nothing, or once a quarter of the ring is missing); a length beyond the buffer posted (a
 // device that wrote past what it was given) is counted, stops the queue, and every mbuf goes
-// home; so does a mergeable packet of zero buffers or of more than the ring holds. TX: completed chains make room for a burst that needs more descriptors than are free,
-// and after a burst is published, for the next one; a header pushed into the headroom zeroes
-// num_buffers unless told to keep it.
+// home; so does a mergeable packet of zero buffers or of more than the ring holds. TX: completed
+// chains make room for a burst that needs more descriptors than are free, and after a burst is
+// published, for the next one; a header pushed into the headroom zeroes num_buffers unless told
+// to keep it.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -95,8 +95,8 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
   // monitor, client mode asks the socket (nothing else reads it while the port runs). Down too
   // once the backend broke a ring: the port no longer passes traffic that way.
   LinkStatus link() const override {
-    const bool up = started() && rings_healthy() && (frontend_.server() ? backend_up_.load(std::memory_order_acquire)
-                                                     : !frontend_.backend_closed());
+    const bool up = started() && rings_healthy() &&
+                    (frontend_.server() ? backend_up_.load(std::memory_order_acquire) : !frontend_.backend_closed());
     return {up, o_.speed_mbps, true};
   }
 
