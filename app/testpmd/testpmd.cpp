@@ -162,7 +162,8 @@ Result<void> Testpmd::find_pci_devices() {
 
 Result<void> Testpmd::create_memory() {
   const std::uint32_t count = app_.total_num_mbufs ? app_.total_num_mbufs : default_mbuf_count(app_);
-  const std::size_t object_bytes = (sizeof(Mbuf) + app_.mbuf_size + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
+  // The arena holds the mbufs' data buffers; their headers sit in private memory (PktmbufPool).
+  const std::size_t object_bytes = (std::size_t{app_.mbuf_size} + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
   const IovaMode iova = eal_.iova_mode.value_or(pci_.empty() ? IovaMode::va : IovaMode::pa);
   std::size_t needed = std::size_t{count} * object_bytes + (1u << 20);
   // Physical addresses: no object crosses a 2 MiB page, so each page loses up to an object.

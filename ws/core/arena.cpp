@@ -25,15 +25,22 @@ struct Mapping {
   std::byte* base = nullptr;
 };
 
-// Maps `size` bytes of a fresh memfd; returns an errno message on failure.
+// Maps `size` bytes of a fresh memfd; returns an errno message on failure. The size is sealed:
+// a vhost-user backend receives this fd, and one that could shrink the file would make our next
+// touch of the memory past the new end a SIGBUS.
 Result<Mapping> map_memfd(const std::string& name, std::size_t size, bool huge) {
-  const unsigned flags = MFD_CLOEXEC | (huge ? MFD_HUGETLB : 0u);
+  const unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB : 0u);
   const int fd = memfd_create(name.c_str(), flags);
   if (fd < 0) return fail("memfd_create({}{}): {}", name, huge ? ", hugetlb" : "", std::strerror(errno));
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     const int e = errno;
     close(fd);
     return fail("ftruncate of arena '{}' to {} bytes: {}", name, size, std::strerror(e));
+  }
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    const int e = errno;
+    close(fd);
+    return fail("sealing the size of arena '{}' (F_ADD_SEALS): {}", name, std::strerror(e));
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) {
@@ -164,6 +171,29 @@ std::size_t Arena::used_bytes() const {
   std::lock_guard lock(mutex_);
   return used_;
 }
+
+Result<std::unique_ptr<PrivateMemory>> PrivateMemory::create(std::size_t size_bytes, bool huge,
+                                                               std::string_view what) {
+  if (size_bytes == 0) return fail("{}: size must be > 0", what);
+  if (huge) {
+    // Huge pages when some are still free; the arena usually took most of them, so this is a
+    // wish, not a requirement.
+    const std::size_t size = round_up(size_bytes, huge_2m);
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
+                   -1, 0);
+    if (p != MAP_FAILED) return std::unique_ptr<PrivateMemory>(new PrivateMemory(static_cast<std::byte*>(p), size, true));
+  }
+  const std::size_t size = round_up(size_bytes, static_cast<std::size_t>(sysconf(_SC_PAGESIZE)));
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return fail("{}: mmap of {} private bytes: {}", what, size, std::strerror(errno));
+  // Transparent huge pages where the kernel has them spare the TLB; then populate, so that the
+  // hot path never faults.
+  madvise(p, size, MADV_HUGEPAGE);
+  if (madvise(p, size, MADV_POPULATE_WRITE) != 0) std::memset(p, 0, size);  // kernels before 5.14
+  return std::unique_ptr<PrivateMemory>(new PrivateMemory(static_cast<std::byte*>(p), size, false));
+}
+
+PrivateMemory::~PrivateMemory() { munmap(base_, size_); }
 
 bool Arena::contains(const void* p, std::size_t len) const {
   const auto* b = static_cast<const std::byte*>(p);

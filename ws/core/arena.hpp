@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Arena: one block of shareable memory (a memfd, on hugetlb pages when the machine has them)
-// from which pools and rings are carved. A vhost-user peer maps the same memory by the fd.
+// from which packet buffers and rings are carved. A vhost-user peer maps the same memory by the
+// fd, so the arena holds nothing a peer must not read or write: no pointer of ours (mbuf headers
+// are in PrivateMemory), and its size is sealed so that a peer cannot shrink it under us.
 // IOVA, the address a device is given for DMA: the virtual address (virtual devices, or a
 // device behind an IOMMU), or the physical address of hugetlb pages (a PCI device on
 // uio_pci_generic, which has no IOMMU), learnt from /proc/self/pagemap.
@@ -89,6 +91,30 @@ class Arena {
   std::vector<std::uint64_t> page_iova_;  // pa mode: physical address of each page
   mutable std::mutex mutex_;
   std::size_t used_ = 0;
+};
+
+/// Memory of this process alone: an anonymous private mapping, with no fd that a peer could be
+/// handed. Mbuf headers live here, so that a peer that maps an Arena (a vhost-user backend) sees
+/// packet data and rings but never one of our pointers.
+class PrivateMemory {
+ public:
+  /// Maps `size_bytes` (rounded up to the page size), populated, on 2 MiB huge pages when `huge`
+  /// and some are free, else on 4 KiB pages (transparent huge pages where the kernel allows).
+  /// `what` names the memory in errors.
+  static Result<std::unique_ptr<PrivateMemory>> create(std::size_t size_bytes, bool huge, std::string_view what);
+  ~PrivateMemory();
+  PrivateMemory(const PrivateMemory&) = delete;
+  PrivateMemory& operator=(const PrivateMemory&) = delete;
+
+  std::byte* base() const { return base_; }         ///< First byte of the mapping.
+  std::size_t size_bytes() const { return size_; }  ///< Bytes mapped.
+  bool huge() const { return huge_; }               ///< True when on 2 MiB huge pages.
+
+ private:
+  PrivateMemory(std::byte* base, std::size_t size, bool huge) : base_(base), size_(size), huge_(huge) {}
+  std::byte* base_;
+  std::size_t size_;
+  bool huge_;
 };
 
 /// Free 2 MiB huge pages on the machine (0 when hugetlbfs is not configured).

@@ -35,6 +35,36 @@ TEST(Arena, NeverUsesSmallPagesAndRoundsUp) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a->base()) % 4096, 0u);
 }
 
+TEST(Arena, ThePeerCannotShrinkOrGrowIt) {
+  // A vhost-user backend gets this fd: had it shrunk the file, our next touch past the new end
+  // would be a SIGBUS. The seals make ftruncate fail instead, and cannot be lifted.
+  for (HugePolicy huge : {HugePolicy::never, HugePolicy::automatic}) {
+    auto a = make(4 * mib, huge);
+    ASSERT_TRUE(a);
+    const int seals = fcntl(a->fd(), F_GET_SEALS);
+    EXPECT_EQ(seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    EXPECT_NE(ftruncate(a->fd(), 0), 0);
+    EXPECT_EQ(errno, EPERM);
+    EXPECT_NE(ftruncate(a->fd(), static_cast<off_t>(a->size_bytes() * 2)), 0);
+    EXPECT_NE(fcntl(a->fd(), F_ADD_SEALS, F_SEAL_WRITE), 0) << "the seals themselves are sealed";
+    // The peer may still write: it fills RX buffers.
+    void* peer = mmap(nullptr, a->size_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, a->fd(), 0);
+    ASSERT_NE(peer, MAP_FAILED);
+    static_cast<std::uint8_t*>(peer)[a->size_bytes() - 1] = 0x5a;
+    EXPECT_EQ(static_cast<std::uint8_t>(a->base()[a->size_bytes() - 1]), 0x5a);
+    munmap(peer, a->size_bytes());
+  }
+}
+
+TEST(PrivateMemory, IsPopulatedZeroedAndHasNoFd) {
+  auto m = PrivateMemory::create(3 * mib + 5, false, "headers");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_GE((*m)->size_bytes(), 3 * mib + 5);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>((*m)->base()) % 4096, 0u);
+  for (std::size_t off = 0; off < (*m)->size_bytes(); off += 4096) ASSERT_EQ((*m)->base()[off], std::byte{0});
+  EXPECT_FALSE(PrivateMemory::create(0, false, "empty").has_value());
+}
+
 TEST(Arena, ZeroSizeIsRefused) {
   auto a = Arena::create({"empty", 0, HugePolicy::never});
   ASSERT_FALSE(a.has_value());
@@ -202,14 +232,14 @@ TEST(ArenaIova, PhysicalModeTranslatesAndKeepsBlocksInOnePage) {
   auto block = arena.allocate(4096, 64, "ring");
   ASSERT_TRUE(block);
   EXPECT_EQ(static_cast<std::byte*>(*block), arena.base() + 2 * mib);
-  // Mbufs: no object crosses a page, buf_iova is the buffer's physical address.
+  // Mbufs: no buffer crosses a page, buf_iova is the buffer's physical address.
   auto pool = PktmbufPool::create(arena, {"pa_pool", 2000, 0});
   ASSERT_TRUE(pool) << pool.error().message;
   const Mempool& mp = (*pool)->mempool();
   for (std::uint32_t i = 0; i < mp.count(); ++i) {
     auto* m = static_cast<Mbuf*>(mp.object(i));
-    const auto off = static_cast<std::size_t>(reinterpret_cast<std::byte*>(m) - arena.base());
-    ASSERT_EQ(off / (2 * mib), (off + mp.object_bytes() - 1) / (2 * mib)) << "object " << i << " crosses a page";
+    const auto off = static_cast<std::size_t>(reinterpret_cast<std::byte*>(m->buf_addr) - arena.base());
+    ASSERT_EQ(off / (2 * mib), (off + m->buf_len - 1) / (2 * mib)) << "buffer " << i << " crosses a page";
     ASSERT_TRUE(mp.owns(m));
     ASSERT_EQ(m->buf_iova, arena.iova(m->buf_addr));
   }

@@ -144,32 +144,40 @@ bool Mbuf::chain(Mbuf* tail) noexcept {
 }
 
 std::size_t PktmbufPool::memory_bytes(const Options& o) noexcept {
-  const std::size_t object = (sizeof(Mbuf) + o.priv_bytes + o.data_room_bytes + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
-  return std::size_t{o.count} * object + cache_line_bytes;  // + the pool's alignment in the arena
+  const std::size_t buffer = (std::size_t{o.data_room_bytes} + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
+  return std::size_t{o.count} * buffer + cache_line_bytes;  // + the block's alignment in the arena
 }
 
 Result<std::unique_ptr<PktmbufPool>> PktmbufPool::create(Arena& arena, const Options& o) {
   if (o.data_room_bytes < mbuf_default_headroom)
     return fail("mbuf pool '{}': data room {} is smaller than the headroom {}", o.name, o.data_room_bytes,
                 mbuf_default_headroom);
-  const std::uint32_t object_bytes = sizeof(Mbuf) + o.priv_bytes + o.data_room_bytes;
-  auto pool = Mempool::create(arena, {o.name, o.count, object_bytes, o.cache_size}, {});
+  if (o.count == 0) return fail("mbuf pool '{}': mbuf count must be > 0", o.name);
+  // The buffers first, in the arena: one block, laid out so that a device sees each one whole.
+  auto layout = layout_objects(&arena, o.count, o.data_room_bytes, fmt::format("mbuf pool '{}'", o.name));
+  if (!layout) return std::unexpected(layout.error());
+  auto block = arena.allocate(layout->bytes, layout->align,
+                              fmt::format("mbuf pool '{}' ({} buffers of {} bytes)", o.name, o.count, o.data_room_bytes));
+  if (!block) return std::unexpected(block.error());
+  auto* buffers = static_cast<std::uint8_t*>(*block);
+  // Then the Mbufs, in private memory, each pointing at its buffer; on huge pages as the arena is.
+  auto pool = Mempool::create_private({o.name, o.count, std::uint32_t{sizeof(Mbuf)} + o.priv_bytes, o.cache_size},
+                                      arena.huge(), [&](void* obj, std::uint32_t i) {
+                                        auto* m = new (obj) Mbuf{};
+                                        m->priv_size = o.priv_bytes;
+                                        m->own_buf_len = o.data_room_bytes;
+                                        m->own_buf_addr = buffers + layout->offset(i);
+                                        m->headroom_default = mbuf_default_headroom;
+                                        m->buf_addr = m->own_buf_addr;
+                                        m->buf_iova = m->own_buf_iova = arena.iova(m->buf_addr);
+                                        m->buf_len = o.data_room_bytes;
+                                        m->refcnt.store(1, std::memory_order_relaxed);
+                                        m->reset();
+                                      });
   if (!pool) return std::unexpected(pool.error());
-  Mempool& mp = **pool;
-  // Initialise every object as an mbuf. The ring already holds them; nobody has taken one yet.
-  for (std::uint32_t i = 0; i < mp.count(); ++i) {
-    auto* m = new (mp.object(i)) Mbuf{};
-    m->pool = &mp;
-    m->priv_size = o.priv_bytes;
-    m->own_buf_len = o.data_room_bytes;
-    m->headroom_default = mbuf_default_headroom;
-    m->buf_addr = m->own_buffer();
-    m->buf_iova = m->own_buf_iova = arena.iova(m->buf_addr);
-    m->buf_len = o.data_room_bytes;
-    m->refcnt.store(1, std::memory_order_relaxed);
-    m->reset();
-  }
-  return std::unique_ptr<PktmbufPool>(new PktmbufPool(std::move(*pool), o.data_room_bytes));
+  for (std::uint32_t i = 0; i < (*pool)->count(); ++i) static_cast<Mbuf*>((*pool)->object(i))->pool = pool->get();
+  return std::unique_ptr<PktmbufPool>(new PktmbufPool(
+      std::move(*pool), o.data_room_bytes, std::span<const std::byte>(static_cast<std::byte*>(*block), layout->bytes)));
 }
 
 Mbuf* PktmbufPool::clone(Mbuf* m) noexcept {

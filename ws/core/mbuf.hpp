@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Mbuf: a packet buffer's metadata in two cache lines, followed in its pool object by an
-// optional private area and the data buffer (headroom + data room).
+// optional private area; its data buffer (headroom + data room) lies in the arena.
 //
-//   [ Mbuf 128 B | private area | headroom | data ... | tailroom ]
-//                               ^buf_addr  ^buf_addr + data_off
+//   private memory: [ Mbuf 128 B | private area ]     (no peer ever maps it)
+//   arena:          [ headroom | data ... | tailroom ] (shared with vhost-user peers, DMA)
+//                     ^buf_addr  ^buf_addr + data_off
+//
+// The split keeps our pointers (buf_addr, pool, next) out of the memory a vhost-user backend
+// maps: it may scribble on packet data, never on where the next packet goes.
 //
 // Line 0 holds what RX and TX touch; line 1 the rest. A packet may be a chain of segments
 // (`next`, `nb_segs` and `pkt_len` on the first). A clone is an "indirect" mbuf pointing at a
@@ -81,10 +85,11 @@ struct alignas(cache_line_bytes) Mbuf {
   Mbuf* direct;                        ///< for indirect mbufs: whose buffer we use
   std::uint64_t user_data;             ///< free for the application (line 1, as DPDK's)
   std::uint64_t own_buf_iova;          ///< buf_iova of this mbuf's own buffer
-  std::uint16_t priv_size;             ///< bytes between the Mbuf and its own buffer
+  std::uint16_t priv_size;             ///< bytes of the application's area after the Mbuf
   std::uint16_t own_buf_len;           ///< length of this mbuf's own buffer
   std::uint16_t headroom_default;      ///< data_off after reset
-  std::uint8_t reserved1[10];          ///< padding to two cache lines, unused
+  std::uint8_t reserved1[2];           ///< padding, unused
+  std::uint8_t* own_buf_addr;          ///< this mbuf's own buffer, in the arena
 
   // ---- data access ----
   /// The packet data (of this segment) as a T*.
@@ -94,7 +99,9 @@ struct alignas(cache_line_bytes) Mbuf {
   template <class T = std::uint8_t>
   const T* data() const noexcept { return reinterpret_cast<const T*>(buf_addr + data_off); }
   /// This mbuf's own buffer (an indirect mbuf's buf_addr points elsewhere).
-  std::uint8_t* own_buffer() noexcept { return reinterpret_cast<std::uint8_t*>(this + 1) + priv_size; }
+  std::uint8_t* own_buffer() noexcept { return own_buf_addr; }
+  /// The application's private area (priv_size bytes), right after the Mbuf.
+  void* priv() noexcept { return this + 1; }
   /// Bytes free before the data.
   std::uint16_t headroom() const noexcept { return data_off; }
   /// Bytes free after the data of this segment.
@@ -140,6 +147,7 @@ static_assert(offsetof(Mbuf, refcnt) < cache_line_bytes && offsetof(Mbuf, ol_fla
               "RX/TX fields must sit in the first cache line");
 static_assert(offsetof(Mbuf, pool) == cache_line_bytes, "line 1 starts with the pool");
 static_assert(offsetof(Mbuf, buf_iova) < cache_line_bytes, "drivers read buf_iova with buf_addr");
+static_assert(offsetof(Mbuf, own_buf_addr) % alignof(std::uint8_t*) == 0, "own_buf_addr is aligned");
 static_assert(std::atomic<std::uint16_t>::is_always_lock_free);
 
 /// Headroom of a fresh mbuf (RTE_PKTMBUF_HEADROOM).
@@ -197,10 +205,13 @@ class PktmbufPool {
     std::uint16_t data_room_bytes = mbuf_default_data_room;  ///< headroom included
     std::uint16_t priv_bytes = 0;  ///< Application area between each Mbuf and its buffer.
   };
-  /// Carves the pool from `arena` and initialises every mbuf; errors name the pool.
+  /// Carves the data buffers from `arena`, puts the Mbufs (and their private areas) in private
+  /// memory, and initialises every mbuf; errors name the pool.
   static Result<std::unique_ptr<PktmbufPool>> create(Arena& arena, const Options& options);
   /// Bytes create() takes from the arena for `options` (to size an arena before creating it).
   static std::size_t memory_bytes(const Options& options) noexcept;
+  /// The arena block that holds every data buffer (what a device or a peer must reach).
+  std::span<const std::byte> buffers() const noexcept { return buffers_; }
 
   /// Allocate and reset n mbufs, all or none. Lock-free (see Mempool).
   bool alloc_bulk(std::span<Mbuf*> out) noexcept {
@@ -263,9 +274,11 @@ class PktmbufPool {
   std::uint16_t data_room_bytes() const noexcept { return data_room_; }  ///< Buffer bytes per mbuf, headroom included.
 
  private:
-  PktmbufPool(std::unique_ptr<Mempool> pool, std::uint16_t data_room) : pool_(std::move(pool)), data_room_(data_room) {}
+  PktmbufPool(std::unique_ptr<Mempool> pool, std::uint16_t data_room, std::span<const std::byte> buffers)
+      : pool_(std::move(pool)), data_room_(data_room), buffers_(buffers) {}
   std::unique_ptr<Mempool> pool_;
   std::uint16_t data_room_;
+  std::span<const std::byte> buffers_;
 };
 
 }  // namespace ws

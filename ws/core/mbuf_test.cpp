@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -78,7 +79,7 @@ TEST_F(MbufTest, AllocHandsOutAResetDirectMbuf) {
   EXPECT_FALSE(m->is_indirect());
   EXPECT_EQ(m->port, 0xffff);
   EXPECT_EQ(m->buf_addr, m->own_buffer());
-  EXPECT_EQ(m->buf_addr, reinterpret_cast<std::uint8_t*>(m + 1));
+  EXPECT_TRUE(arena_->contains(m->buf_addr, m->buf_len));
   EXPECT_EQ(m->buf_len, mbuf_default_data_room);
   EXPECT_EQ(m->headroom(), mbuf_default_headroom);
   EXPECT_EQ(m->tailroom(), mbuf_default_data_room - mbuf_default_headroom);
@@ -103,17 +104,35 @@ TEST_F(MbufTest, AllocHandsOutAResetDirectMbuf) {
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 
-TEST_F(MbufTest, PrivateAreaSitsBetweenMbufAndBuffer) {
+TEST_F(MbufTest, PrivateAreaFollowsTheMbufAndTheBufferIsInTheArena) {
   auto pool = make("priv", 4, 64);
   ASSERT_TRUE(pool);
   Mbuf* m = pool->alloc();
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->priv_size, 64);
-  EXPECT_EQ(m->buf_addr, reinterpret_cast<std::uint8_t*>(m + 1) + 64);
-  // The whole buffer fits in the object.
-  EXPECT_LE(sizeof(Mbuf) + 64 + m->buf_len, pool->mempool().object_bytes());
+  EXPECT_EQ(m->priv(), static_cast<void*>(m + 1));
+  EXPECT_LE(sizeof(Mbuf) + 64, pool->mempool().object_bytes());
+  // The buffer is in the arena, whole; the header is not, so a peer that maps the arena never
+  // sees our pointers.
+  EXPECT_TRUE(arena_->contains(m->buf_addr, m->buf_len));
+  EXPECT_FALSE(arena_->contains(m, sizeof(Mbuf)));
+  EXPECT_TRUE(arena_->contains(pool->buffers().data(), pool->buffers().size()));
+  EXPECT_EQ(m->buf_addr, m->own_buffer());
   mbuf_free(m);
   EXPECT_EQ(pool->in_use(), 0u);
+}
+
+TEST_F(MbufTest, BuffersAreDistinctAndHeadersPointAtTheirOwn) {
+  auto pool = make("distinct", 100, 0);
+  ASSERT_TRUE(pool);
+  std::set<std::uint8_t*> seen;
+  const Mempool& mp = pool->mempool();
+  for (std::uint32_t i = 0; i < mp.count(); ++i) {
+    auto* m = static_cast<Mbuf*>(mp.object(i));
+    EXPECT_EQ(m->pool, &pool->mempool());
+    EXPECT_TRUE(seen.insert(m->own_buf_addr).second) << "buffer " << i << " is shared";
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m->own_buf_addr) % cache_line_bytes, 0u);
+  }
 }
 
 TEST_F(MbufTest, AppendRefusesBeyondTheTailroom) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ws/core/arena.hpp"
 #include "ws/core/lcore.hpp"
@@ -26,12 +27,36 @@ struct MempoolOptions {
   std::uint32_t cache_size = 250; ///< per lcore, <= mempool_cache_max; 0 disables the cache
 };
 
+/// Where `count` objects sit in one block of memory: back to back, except in an arena whose
+/// IOVAs are contiguous only within a page, where no object crosses a page boundary (so a device
+/// sees each buffer whole): per_unit objects, then the next unit.
+struct ObjectLayout {
+  std::uint32_t object_bytes = 0;  ///< Object size, rounded up to a cache line.
+  std::size_t unit_bytes = 0;      ///< Bytes from one unit of per_unit objects to the next.
+  std::uint32_t per_unit = 0;      ///< Objects per unit.
+  std::size_t bytes = 0;           ///< Size of the whole block.
+  std::size_t align = 0;           ///< Alignment the block needs.
+  /// Offset of object i (0 <= i < count) from the block's start.
+  std::size_t offset(std::uint32_t i) const noexcept {
+    return std::size_t{i / per_unit} * unit_bytes + std::size_t{i % per_unit} * object_bytes;
+  }
+};
+
+/// Lays out `count` objects of `object_bytes` for memory carved from `arena`, or, when `arena` is
+/// null, for private memory (contiguous). `what` names the objects in errors.
+Result<ObjectLayout> layout_objects(const Arena* arena, std::uint32_t count, std::uint32_t object_bytes,
+                                    std::string_view what);
+
 /// A fixed number of fixed-size objects with per-lcore caches (as rte_mempool).
 class Mempool {
  public:
   /// Creates the pool; `init` runs once per object (control path) before it is first handed out.
   static Result<std::unique_ptr<Mempool>> create(Arena& arena, const MempoolOptions& options,
                                                  const std::function<void(void*, std::uint32_t index)>& init = {});
+  /// Creates the pool in PrivateMemory of its own (on huge pages when `huge` and some are
+  /// free): for objects no peer may see, such as mbuf headers.
+  static Result<std::unique_ptr<Mempool>> create_private(
+      const MempoolOptions& options, bool huge, const std::function<void(void*, std::uint32_t index)>& init = {});
 
   /// Get exactly out.size() objects or none; true on success. Lock-free; an lcore uses its own
   /// cache, other threads go to the ring directly.
@@ -101,12 +126,8 @@ class Mempool {
   const std::string& name() const { return name_; }             ///< The name given at creation.
   /// True when `p` points at the start of one of this pool's objects.
   bool owns(const void* p) const noexcept;
-  /// The object with index i (0 <= i < count). Objects sit back to back, except in an arena
-  /// whose IOVAs are contiguous only within a page: there no object crosses a page boundary, so
-  /// a device sees each buffer whole (per_page_ objects, then the next page).
-  void* object(std::uint32_t i) const noexcept {
-    return base_ + std::size_t{i / per_page_} * page_bytes_ + std::size_t{i % per_page_} * object_bytes_;
-  }
+  /// The object with index i (0 <= i < count), laid out as ObjectLayout says.
+  void* object(std::uint32_t i) const noexcept { return base_ + layout_.offset(i); }
 
  private:
   struct alignas(cache_line_bytes) Cache {
@@ -114,8 +135,12 @@ class Mempool {
     std::array<void*, mempool_cache_max * 2> objs{};
   };
 
-  Mempool(const MempoolOptions& o, std::byte* base, std::unique_ptr<Ring<void*>> ring, std::size_t page_bytes,
-          std::uint32_t per_page);
+  Mempool(const MempoolOptions& o, const ObjectLayout& layout, std::byte* base, std::unique_ptr<Ring<void*>> ring,
+          std::unique_ptr<PrivateMemory> memory);
+  static Result<std::unique_ptr<Mempool>> create_in(std::byte* base, const ObjectLayout& layout,
+                                                    const MempoolOptions& o, std::unique_ptr<PrivateMemory> memory,
+                                                    const std::function<void(void*, std::uint32_t)>& init);
+  static Result<void> check(const MempoolOptions& o);
 
   std::string name_;
   std::uint32_t count_;
@@ -123,8 +148,8 @@ class Mempool {
   std::uint32_t cache_size_;
   std::uint32_t flush_threshold_;  // 1.5 x cache size, as DPDK
   std::byte* base_;
-  std::size_t page_bytes_;   // layout unit: per_page_ objects, then the next unit
-  std::uint32_t per_page_;
+  ObjectLayout layout_;
+  std::unique_ptr<PrivateMemory> memory_;  // create_private: the pool's own memory
   std::unique_ptr<Ring<void*>> ring_;
   std::unique_ptr<Cache[]> caches_;  // indexed by lcore id
 };

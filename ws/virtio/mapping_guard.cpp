@@ -34,38 +34,64 @@ std::atomic<std::size_t> replaced_count{0};
 struct sigaction previous {};
 bool installed = false;
 
-void on_sigbus(int sig, siginfo_t* info, void* context) {
-  const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+// Replaces the guarded mapping that holds `addr` with private zero pages; false when no guarded
+// mapping holds it, or the replacement failed (then there is nothing to retry on).
+bool replace_guarded(std::uintptr_t addr) noexcept {
   in_handler.fetch_add(1, std::memory_order_seq_cst);
+  bool done = false;
   for (Entry& e : table) {
     const std::uintptr_t base = e.base.load(std::memory_order_seq_cst);
     const std::size_t len = e.len.load(std::memory_order_relaxed);
     if (base == 0 || addr < base || addr - base >= len) continue;
     // The same range, now private zero pages: the faulting access is retried and succeeds. mmap
-    // is a plain system call, safe in a signal handler. If it fails there is nothing to retry
-    // on: fall through to the previous handler, as for a fault that is not ours.
+    // is a plain system call, safe in a signal handler.
     void* p = ::mmap(reinterpret_cast<void*>(base), len, PROT_READ | PROT_WRITE,
                      MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
       if (std::atomic<bool>* lost = e.lost.load(std::memory_order_relaxed)) lost->store(true, std::memory_order_release);
       replaced_count.fetch_add(1, std::memory_order_relaxed);
-      in_handler.fetch_sub(1, std::memory_order_seq_cst);
-      return;
+      done = true;
     }
     break;
   }
   in_handler.fetch_sub(1, std::memory_order_seq_cst);
-  // Not guest memory: what would have happened without us.
+  return done;
+}
+
+// What would have happened without us: the handler that was there before, or the default action.
+void pass_on(int sig, siginfo_t* info, void* context, bool fault) {
   if (previous.sa_flags & SA_SIGINFO) {
     if (previous.sa_sigaction != nullptr) return previous.sa_sigaction(sig, info, context);
-  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+  } else if (previous.sa_handler == SIG_IGN) {
+    if (!fault) return;  // a fault cannot be ignored (the kernel forces it): it takes the default
+  } else if (previous.sa_handler != SIG_DFL) {
     return previous.sa_handler(sig);
   }
-  // Default action: restore it and return; the access faults again and the process dies of it.
+  // Default action: restore it. A fault recurs when we return and the process dies of it; a sent
+  // signal does not recur, so it is raised again (SA_NODEFER: it is not blocked here).
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   ::sigaction(SIGBUS, &dfl, nullptr);
+  if (!fault) ::raise(sig);
+}
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  // The interrupted code may be between a failed call and its read of errno; mmap and sigaction
+  // here may set it.
+  const int saved_errno = errno;
+  // Only the kernel reports a fault, with si_code > 0 (BUS_ADRERR for a page past the end of a
+  // shrunk file). A signal sent by kill, sigqueue or tgkill has si_code <= 0 and carries whatever
+  // si_addr its sender wrote (another process cannot send si_code > 0: the kernel refuses it); it
+  // must not cost a mapping.
+  const bool fault = info != nullptr && info->si_code > 0;
+  if (fault && replace_guarded(reinterpret_cast<std::uintptr_t>(info->si_addr))) {
+    errno = saved_errno;
+    return;
+  }
+  errno = saved_errno;
+  pass_on(sig, info, context, fault);
+  errno = saved_errno;
 }
 
 Result<void> install() {  // table_mutex held

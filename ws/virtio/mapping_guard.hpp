@@ -14,9 +14,11 @@ namespace ws::virtio {
 // (mmap MAP_FIXED, which a signal handler may call), sets the owner's `lost` flag and returns:
 // the faulting access is retried and reads zeros. The data path pays nothing (no check per
 // burst or per packet); the owner sees `lost`, stops using the memory and unmaps it. A fault
-// anywhere else goes to the handler that was there before (or the default action: the process
-// dies as it would have). A frontend can seal its memfd (F_SEAL_SHRINK) to rule this out; one
-// that does not, DPDK's virtio_user among them, is guarded.
+// anywhere else, and any SIGBUS a process sent (kill, sigqueue: si_code <= 0, whatever address it
+// names), goes to the handler that was there before (or the default action: the process dies as
+// it would have). The handler keeps errno for the code it interrupted. A frontend can seal its
+// memfd (F_SEAL_SHRINK) to rule this out; one that does not, DPDK's virtio_user among them, is
+// guarded.
 class MappingGuard {
  public:
   // Guards [base, base + len) until the guard is destroyed; `lost` (which must outlive it) is

@@ -79,8 +79,8 @@ class VirtioNetPort : public Port {
   Result<void> setup_rx_queue(std::uint16_t q, const RxQueueConfig& c) override {
     if (q >= rxq_.size()) return fail("RX queue {} does not exist ({} configured)", q, rxq_.size());
     if (c.pool == nullptr) return fail("device '{}': RX queue {} needs a mempool", name(), q);
-    if (!arena_.contains(c.pool->mempool().object(0), 1))
-      return fail("device '{}': RX queue {} pool '{}' is not in the shared arena", name(), q, c.pool->mempool().name());
+    if (!arena_.contains(c.pool->buffers().data(), c.pool->buffers().size()))
+      return fail("device '{}': RX queue {} pool '{}' has its buffers outside the shared arena", name(), q, c.pool->mempool().name());
     rxq_[q]->pool = c.pool;
     rxq_[q]->port_id = id();
     if (auto m = ring_memory(2u * q); !m) return std::unexpected(m.error());

@@ -81,11 +81,17 @@ Result<std::uint32_t> VhostBackend::ring_index(const Message& msg, std::uint64_t
 }
 
 Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
+  // Each size fits 64 bits (decode checked offset + size), their sum need not: two regions of
+  // 2^63 sum to 0. Each is compared with what is left of the limit before it is added.
   std::uint64_t total = 0;
-  for (std::uint32_t i = 0; i < t.count; ++i) total += t.regions[i].size;  // decode: no overflow each; 8 of them fit
-  if (total > options_.max_mem_bytes)
-    return fail("{}: SET_MEM_TABLE shares {} MiB in {} regions, more than the {} MiB allowed (key '{}')", options_.name,
-                total >> 20, t.count, options_.max_mem_bytes >> 20, options_.max_mem_key);
+  for (std::uint32_t i = 0; i < t.count; ++i) {
+    const std::uint64_t size = t.regions[i].size;
+    if (size > options_.max_mem_bytes - total)
+      return fail(
+          "{}: SET_MEM_TABLE shares more than the {} MiB allowed (key '{}'): region {} of {} adds {} MiB to {} MiB",
+          options_.name, options_.max_mem_bytes >> 20, options_.max_mem_key, i, t.count, size >> 20, total >> 20);
+    total += size;
+  }
   GuestMemory next;
   std::vector<Mapping> maps;
   auto undo = [&maps] {

@@ -459,4 +459,29 @@ TEST(BackendLimits, MoreMemoryThanTheDeviceAllowsIsRefusedNamingTheKey) {
   EXPECT_EQ(be.memory().size(), 0u);
 }
 
+// Region sizes are 64-bit each and may sum past 2^64: 2^63, 2^63 - 4 KiB and 8 KiB summed to
+// 4 KiB, which passed a 1 MiB limit.
+TEST(BackendLimits, RegionSizesThatSumPast2To64AreRefusedNotWrapped) {
+  Listener listener;
+  VhostBackend be(BackendOptions{.name = "net_vhost0", .queue_pairs = 1, .max_mem_bytes = 1 << 20}, &listener);
+  Frontend fe;
+  constexpr std::uint64_t half = std::uint64_t{1} << 63;
+  MemTable t{};
+  t.count = 3;
+  t.regions[0] = {0x0, half, 0x0, 0};
+  t.regions[1] = {half, half - 0x1000, half, 0};
+  t.regions[2] = {0x1000, 0x2000, fe.addr(0), 0};
+  FdSet fds;
+  for (int i = 0; i < 3; ++i) fds.push(::dup(fe.fd));
+  auto m = decode(bytes_of(static_cast<std::uint32_t>(Request::set_mem_table), flag_version, 8 + 96, &t, 8 + 96), fds);
+  ASSERT_TRUE(m) << m.error().message;
+  Message reply;
+  auto r = be.handle(*m, fds, reply);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("more than the 1 MiB allowed (key 'max-mem-mb')"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("region 0 of 3"), std::string::npos) << r.error().message;
+  EXPECT_EQ(be.memory().size(), 0u);
+}
+
 }  // namespace ws::virtio

@@ -60,8 +60,8 @@ class E1000Port final : public Port {
   Result<void> setup_rx_queue(std::uint16_t q, const RxQueueConfig& c) override {
     if (q != 0) return fail("device '{}': RX queue {} does not exist (one queue)", name(), q);
     if (c.pool == nullptr) return fail("device '{}': RX queue 0 needs a mempool", name());
-    if (!arena_.contains(c.pool->mempool().object(0), 1))
-      return fail("device '{}': RX pool '{}' is not in the DMA arena", name(), c.pool->mempool().name());
+    if (!arena_.contains(c.pool->buffers().data(), c.pool->buffers().size()))
+      return fail("device '{}': RX pool '{}' has its buffers outside the DMA arena", name(), c.pool->mempool().name());
     if (c.pool->data_room_bytes() < mbuf_default_headroom + 2048)
       return fail("device '{}': RX pool '{}' has {} bytes of data room; the device writes up to 2048 bytes after "
                   "a {}-byte headroom: use --mbuf-size={} or more",

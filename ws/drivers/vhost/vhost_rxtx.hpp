@@ -71,8 +71,9 @@ class MbufStash {
 };
 
 // Chains one packet may span with MRG_RXBUF (num_buffers): a 64 KiB packet into Linux's smallest
-// mergeable buffers (virtio_net's GOOD_PACKET_LEN, 1518 bytes) takes 44; DPDK's vhost takes as
-// many as the ring holds. Beyond this the packet is dropped (too_small).
+// mergeable buffers (virtio_net's GOOD_PACKET_LEN, 1518 bytes) takes 44; DPDK's vhost takes up
+// to 256 descriptors. It also bounds the work a frontend offering tiny buffers makes per packet:
+// beyond it the packet is dropped (too_small) and the chains go back.
 inline constexpr std::uint16_t max_merged_chains = 64;
 
 struct RingSlot;

@@ -230,6 +230,62 @@ TEST_F(StashTest, MergeablePacketOf64KiBIntoLinuxSizedBuffers) {
   EXPECT_FALSE(driver_health.broken());
 }
 
+// A frontend that offers tiny RX buffers cannot make one packet take more than
+// max_merged_chains of them: a packet that needs one more is dropped (too_small) and every chain
+// it took goes back, so the next packet, which needs exactly max_merged_chains, gets them, from
+// the first. The bound is 64: a 64 KiB packet in Linux's smallest mergeable buffers takes 44.
+TEST_F(StashTest, AMergeablePacketSpansAtMost64Chains) {
+  static_assert(max_merged_chains == 64);
+  constexpr std::uint16_t ring_size = 128;
+  constexpr std::uint32_t buf_len = 100;
+  constexpr std::uint32_t fits = max_merged_chains * buf_len - virtio::net_hdr_bytes;  // 6388 bytes
+  virtio::test::TestMemory tm(1 << 20);
+  std::byte* bufs = tm.alloc(std::size_t{ring_size} * buf_len);
+  PackedRingPair pair(tm, ring_size);
+  auto& [ring, slot, driver_health, driver] = pair;
+  for (std::uint16_t i = 0; i < ring_size; ++i) {
+    const virtio::Buffer b{tm.guest(bufs + std::size_t{i} * buf_len), buf_len, true};
+    ASSERT_TRUE(driver.post(&b, 1, i));
+  }
+  auto packet = [&](std::uint32_t len) {
+    Mbuf* m = nullptr;
+    for (std::uint32_t filled = 0; filled < len;) {
+      Mbuf* seg = pool_->alloc();
+      if (seg == nullptr) return m;
+      const auto n = static_cast<std::uint16_t>(std::min<std::uint32_t>(seg->tailroom(), len - filled));
+      std::memset(seg->append(n), 0x5a, n);
+      filled += n;
+      if (m == nullptr) {
+        m = seg;
+      } else if (!m->chain(seg)) {
+        mbuf_free(seg);
+      }
+    }
+    return m;
+  };
+  Mbuf* pkts[2] = {packet(fits + 1), packet(fits)};
+  ASSERT_NE(pkts[0], nullptr);
+  ASSERT_NE(pkts[1], nullptr);
+  ASSERT_EQ(pkts[0]->pkt_len, fits + 1);
+  ASSERT_EQ(pkts[1]->pkt_len, fits);
+  TxQueueCounters counters;
+  ASSERT_EQ((enqueue<true, true, false>(*slot, counters, pkts, 2)), 2) << "one dropped, one sent";
+  EXPECT_EQ(slot->counters.too_small.read(), 1u);
+  EXPECT_EQ(counters.errors.read(), 1u);
+  EXPECT_EQ(counters.packets.read(), 1u);
+  std::uint32_t cookies[ring_size], lens[ring_size];
+  ASSERT_EQ(driver.reclaim(cookies, lens, ring_size), max_merged_chains) << "the sent packet's chains only";
+  for (std::uint16_t c = 0; c < max_merged_chains; ++c) {
+    EXPECT_EQ(cookies[c], c) << "the dropped packet's chains were given back, in order";
+    EXPECT_EQ(lens[c], buf_len);
+  }
+  virtio::NetHdr hdr;
+  std::memcpy(&hdr, bufs, sizeof hdr);
+  EXPECT_EQ(hdr.num_buffers, max_merged_chains);
+  EXPECT_FALSE(slot->health.broken()) << "tiny buffers cost packets, not the ring";
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
 // The packed fast paths take several cache lines of descriptors before copying the first packet.
 // A line that does not fit them (a chain of two descriptors, a chained mbuf) ends that run; the
 // packets in and after it come one by one until the next line's start, where the fast path takes
@@ -320,7 +376,7 @@ TEST_F(StashTest, PackedFastPathsTakeSeveralLinesAndKeepEveryPacketInOrder) {
 // A frontend that keeps every descriptor available for both laps at once, flipping each one's
 // flags back and forth while our bursts run: we take a slot, wrap, and find it available again.
 // Without a bound, an in-order dequeue burst (one used descriptor for all its chains) or a
-// mergeable packet (up to 17 chains) summed more descriptors than the ring holds, and the used
+// mergeable packet (up to max_merged_chains) summed more descriptors than the ring holds, and the used
 // position ran past the ring. Each ring sits against an inaccessible page: a write past it
 // crashes the test. No mbuf may be lost either.
 TEST_F(StashTest, AFrontendFlippingFlagsWhileWeRunCannotMakeUsWritePastTheRing) {

@@ -53,13 +53,12 @@ std::uint64_t wanted_features(const Options& o) {
 
 class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
  public:
-  VirtioPciPort(std::string name, std::unique_ptr<virtio::PciTransport> t, Arena& arena, std::uint16_t pairs,
-                std::uint16_t max_pairs, std::uint32_t queue_size, std::uint64_t features, MacAddress mac,
-                std::uint32_t speed)
-      : VirtioNetPort(std::move(name), "net_virtio", arena, pairs, queue_size),
+  VirtioPciPort(std::string name, std::unique_ptr<virtio::PciTransport> t, Arena& arena, VirtioPciQueues queues,
+                std::uint32_t queue_size, std::uint64_t features, MacAddress mac, std::uint32_t speed)
+      : VirtioNetPort(std::move(name), "net_virtio", arena, queues.pairs, queue_size),
         t_(std::move(t)),
-        max_pairs_(max_pairs),
-        speed_(speed) {
+        speed_(speed),
+        ctrl_index_(queues.ctrl_index) {
     features_ = features;
     mac_ = mac;
   }
@@ -90,11 +89,10 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
   Result<void> ctrl_command();
 
   std::unique_ptr<virtio::PciTransport> t_;
-  std::uint16_t max_pairs_;
   std::uint32_t speed_;
-  virtio::RingMemory ctrl_;  // control queue ring, then the command and its ack
+  std::uint16_t ctrl_index_;  // virtio_pci_queues(): only used with more than one pair
+  virtio::RingMemory ctrl_;   // control queue ring, then the command and its ack
   std::uint16_t ctrl_size_ = 0;
-  std::uint16_t ctrl_index_ = 0;
   volatile std::uint16_t* ctrl_notify_ = nullptr;
 };
 
@@ -114,9 +112,8 @@ Result<void> VirtioPciPort::start_device() {
   }
   const auto pairs = static_cast<std::uint16_t>(rxq_.size());
   const bool mq = has(features_, feature::mq) && has(features_, feature::ctrl_vq);
-  if (mq && pairs > 1) {
-    // The control queue comes after every queue pair the device has (§5.1.2).
-    const auto index = static_cast<std::uint16_t>(2 * max_pairs_);
+  if (mq && pairs > 1) {  // more than one pair: the probe found the control queue
+    const std::uint16_t index = ctrl_index_;
     const std::uint16_t size = std::min<std::uint16_t>(t_->max_queue_size(index), 64);
     if (size == 0) return fail("device '{}': the device has no control queue {}", name(), index);
     if (ctrl_.base == nullptr) {
@@ -132,7 +129,6 @@ Result<void> VirtioPciPort::start_device() {
                                   dma_addr(ctrl_.area.device));
     if (!notify) return std::unexpected(notify.error());
     ctrl_notify_ = *notify;
-    ctrl_index_ = index;
   }
   t_->add_status(virtio::status::driver_ok);
   if ((t_->status() & virtio::status::needs_reset) != 0)
@@ -261,14 +257,30 @@ Result<std::unique_ptr<Port>> VirtioPciDriver::create(const DevArgs& args, const
   if (!has(features, feature::ring_packed) && !std::has_single_bit(size))
     return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), size);
   // More pairs than lcores are of no use to testpmd, but the device decides what it has.
-  const auto pairs = static_cast<std::uint16_t>(std::min<std::uint32_t>(max_pairs, port_max_queues));
-  log(LogLevel::info, "{}: virtio-net, features offered {:#x}, negotiated {:#x}, {} queue pairs of {} descriptors",
-      dev.describe(), offered, features, max_pairs, size);
-  return std::make_unique<VirtioPciPort>(args.name(), std::move(*t), *env.arena, pairs, max_pairs, size, features,
-                                         mac, o->speed_mbps);
+  const bool mq = has(features, feature::mq);
+  const std::uint16_t num_queues = (*t)->num_queues();
+  const VirtioPciQueues queues = virtio_pci_queues(mq, max_pairs, num_queues, port_max_queues);
+  if (mq && !queues.ctrl)
+    log(LogLevel::warning,
+        "{}: max_virtqueue_pairs {} puts the control queue at index {}, but the device has {} queues (num_queues): "
+        "using one queue pair",
+        dev.describe(), max_pairs, 2 * std::uint32_t{max_pairs}, num_queues);
+  log(LogLevel::info,
+      "{}: virtio-net, features offered {:#x}, negotiated {:#x}, {} queue pairs ({} offered) of {} descriptors",
+      dev.describe(), offered, features, queues.pairs, max_pairs, size);
+  return std::make_unique<VirtioPciPort>(args.name(), std::move(*t), *env.arena, queues, size, features, mac,
+                                         o->speed_mbps);
 }
 
 }  // namespace
+
+VirtioPciQueues virtio_pci_queues(bool mq, std::uint16_t max_pairs, std::uint16_t num_queues, std::uint16_t most) {
+  if (!mq || max_pairs == 0) return {};
+  const std::uint32_t ctrl = 2 * std::uint32_t{max_pairs};  // 0x10000 for 0x8000 pairs: not 16 bits
+  if (ctrl >= num_queues) return {};
+  // ctrl < num_queues <= 0xffff, and each pair's queues come before it.
+  return {std::min(max_pairs, most), true, static_cast<std::uint16_t>(ctrl)};
+}
 
 std::unique_ptr<Driver> make_virtio_pci_driver() { return std::make_unique<VirtioPciDriver>(); }
 

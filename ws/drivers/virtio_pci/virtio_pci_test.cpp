@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "ws/drivers/builtin.hpp"
+#include "ws/drivers/virtio_pci/virtio_pci_port.hpp"
 #include "ws/virtio/pci_transport.hpp"
 
 namespace ws::virtio {
@@ -105,6 +106,39 @@ TEST(VirtioPciCaps, HostileOrLegacyCapabilitiesAreRefusedNamingTheDevice) {
   EXPECT_NE(message_of(r).find("runs past the config space"), std::string::npos) << message_of(r);
 }
 
+// The control queue sits at 2 * max_virtqueue_pairs (§5.1.2); for the 0x8000 pairs §5.1.4 allows
+// that is 0x10000, which no 16-bit queue index names. Computed in 16 bits it was 0, and starting
+// the port set RX queue 0 up again as the control queue.
+TEST(VirtioPciQueues, TheControlQueueIsAfterEveryPairAndBelowNumQueues) {
+  auto q = ws::virtio_pci_queues(false, 8, 17, 64);
+  EXPECT_EQ(q.pairs, 1u) << "no MQ: one pair";
+  EXPECT_FALSE(q.ctrl);
+
+  q = ws::virtio_pci_queues(true, 4, 9, 64);  // QEMU's queues=4: 8 data queues and the control queue
+  EXPECT_EQ(q.pairs, 4u);
+  EXPECT_TRUE(q.ctrl);
+  EXPECT_EQ(q.ctrl_index, 8u);
+
+  q = ws::virtio_pci_queues(true, 100, 201, 64);
+  EXPECT_EQ(q.pairs, 64u) << "no more than a port takes";
+  EXPECT_EQ(q.ctrl_index, 200u) << "but the control queue is where the device has it";
+
+  q = ws::virtio_pci_queues(true, 0x7fff, 0xffff, 64);
+  EXPECT_TRUE(q.ctrl);
+  EXPECT_EQ(q.ctrl_index, 0xfffeu) << "the last index num_queues can count";
+
+  for (const std::uint16_t num_queues : {std::uint16_t{0xffff}, std::uint16_t{0}, std::uint16_t{9}}) {
+    q = ws::virtio_pci_queues(true, 0x8000, num_queues, 64);
+    EXPECT_FALSE(q.ctrl) << "num_queues " << num_queues << ": the control queue would be 0x10000";
+    EXPECT_EQ(q.pairs, 1u);
+    EXPECT_EQ(q.ctrl_index, 0u);
+  }
+
+  q = ws::virtio_pci_queues(true, 4, 8, 64);
+  EXPECT_FALSE(q.ctrl) << "num_queues leaves out the control queue at 8";
+  EXPECT_EQ(q.pairs, 1u);
+}
+
 // A virtio-net device in a fake /sys/bus/pci/devices, its BAR 0 a 16 KiB file laid out as
 // qemu_caps() says: common configuration at 0, device configuration (the MAC) at 0x2000.
 class FakeVirtioDevice : public ::testing::Test {
@@ -142,6 +176,10 @@ class FakeVirtioDevice : public ::testing::Test {
   // device_feature reads the same word whatever the select (a file keeps what was written
   // last): `word` is both halves of the features offered.
   void offer(std::uint32_t word) { put32(bar_, 4, word); }
+  void put16(std::size_t off, std::uint16_t v) {
+    bar_[off] = static_cast<std::uint8_t>(v);
+    bar_[off + 1] = static_cast<std::uint8_t>(v >> 8);
+  }
 
   Result<std::unique_ptr<Port>> probe(const std::string& devargs = "0000:00:09.0") {
     std::ofstream(dir_ / "resource0", std::ios::binary)
@@ -207,6 +245,30 @@ TEST_F(FakeVirtioDevice, ProbeReadsTheMacAndChecksTheKeys) {
   EXPECT_NE(message_of(p).find("packed_vq"), std::string::npos) << message_of(p);
   p = probe("0000:00:09.0,queues=2");
   EXPECT_NE(message_of(p).find("queues"), std::string::npos) << message_of(p);
+}
+
+TEST_F(FakeVirtioDevice, PairsAreBoundedByTheQueuesTheDeviceHas) {
+  // VERSION_1 (bit 32), CTRL_VQ and MQ: the low and high words read the same (see offer()).
+  offer(static_cast<std::uint32_t>(bit(feature::ctrl_vq) | bit(feature::mq)) | 1u);
+  const auto max_pairs = [this](std::uint16_t pairs, std::uint16_t num_queues) {
+    put16(0x2000 + 8, pairs);  // max_virtqueue_pairs (§5.1.4)
+    put16(18, num_queues);     // the common configuration's num_queues
+  };
+  max_pairs(2, 5);
+  auto p = probe();
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ((*p)->info().max_rx_queues, 2u);
+  max_pairs(0x8000, 0xffff);  // the control queue at 0x10000: no queue index names it
+  p = probe();
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ((*p)->info().max_rx_queues, 1u) << "no control queue to enable a second pair with";
+  max_pairs(8, 9);  // 8 pairs offered, 9 queues: the control queue at 16 does not exist
+  p = probe();
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ((*p)->info().max_rx_queues, 1u);
+  max_pairs(0, 0xffff);
+  p = probe();
+  EXPECT_NE(message_of(p).find("max_virtqueue_pairs 0 is outside 1..32768"), std::string::npos) << message_of(p);
 }
 
 }  // namespace
