@@ -416,7 +416,7 @@ class Frontend:
         self.send(5, struct.pack("<II", 1, 0) + struct.pack("<QQQQ", GUEST, REGION, GUEST, 0), [self.fd])
         for r in range(rings):
             self.send(8, struct.pack("<II", r, self.N))
-            self.send(10, struct.pack("<II", r, self.BASE))
+            self.send(10, struct.pack("<II", r, self.ring_base(r)))
             d, a, u = self.ring(r)
             self.send(9, struct.pack("<IIQQQQ", r, 0, GUEST + d, GUEST + u, GUEST + a, 0))
             for req in (13, 12):  # CALL, then KICK (starts the ring)
@@ -425,6 +425,11 @@ class Frontend:
                 self.send(req, struct.pack("<Q", r), [efd])
         for r in range(rings):
             self.send(18, struct.pack("<II", r, 1))
+
+    def ring_base(self, r):
+        """The base SET_VRING_BASE sends for ring r, just before the ring is set up (a subclass may
+        lay the ring's indices out here, as a frontend whose rings ran on would have them)."""
+        return self.BASE
 
     def sync(self):
         """Returns once the backend has handled every message sent before: it answers one

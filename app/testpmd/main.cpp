@@ -112,12 +112,10 @@ int main(int argc, char** argv) {
   if (!eal) return usage_error(eal.error().message);
   auto app = parse_app_args(app_args);
   if (!app) return usage_error(app.error().message);
-  apply_log_options(*eal);
   // As dpdk-testpmd: --mlockall locks every page now and later, so that no page fault stalls an
   // lcore; a failure (RLIMIT_MEMLOCK) is only a warning.
   if (app->mlockall && mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
     std::fprintf(stderr, "Warning: mlockall() failed with error \"%s\"\n", std::strerror(errno));
-  if (auto simd = apply_simd_option(*eal); !simd) return usage_error(simd.error().message);
   // Without SA_RESTART (which std::signal implies on glibc): the signal must interrupt the
   // prompt's blocking read of stdin, or -i would ignore Ctrl-C until the next line.
   struct sigaction on_stop {};

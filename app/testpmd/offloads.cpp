@@ -14,7 +14,7 @@ PortConfig Testpmd::port_config(const Port& p) const {
   c.tx_offloads = p.config().tx_offloads;
   c.rx_offloads = p.config().rx_offloads;
   c.mtu = p.config().mtu;
-  c.tx_segment_pool = pool_.get();
+  c.tx_segment_pool = pool_;
   // As dpdk-testpmd: RSS with more than one RX queue, Microsoft's key, a round-robin table;
   // done in software by ports whose device has no hash.
   if (app_.rxq > 1) c.rss.types = app_.rss_types;
@@ -37,7 +37,7 @@ Result<void> Testpmd::apply_csum_config(std::uint16_t port) {
   if (c.udp_hw) offloads |= tx_offload::udp_cksum;
   if (c.tcp_hw) offloads |= tx_offload::tcp_cksum;
   if (c.tso_segsz) offloads |= tx_offload::tcp_tso | tx_offload::ipv4_cksum | tx_offload::tcp_cksum;
-  return ports_[port]->set_tx_offloads(offloads, pool_.get());
+  return ports_[port]->set_tx_offloads(offloads, pool_);
 }
 
 Result<void> Testpmd::set_csum_offload(std::uint16_t port, std::string_view layer, bool hw) {

@@ -46,20 +46,23 @@ Result<void> check_mode_fits(const Engine& engine, const AppOptions& app) {
 }  // namespace
 
 Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app) {
-  auto tp = std::unique_ptr<Testpmd>(new Testpmd(std::move(eal), std::move(app)));
-  const EalOptions& e = tp->eal_;
-  const AppOptions& a = tp->app_;
-  if (auto ok = tp->choose_fwd_lcores(); !ok) return std::unexpected(ok.error());
-  tp->engine_ = find_engine(a.forward_mode);
-  if (!tp->engine_) return fail("--forward-mode={}: unknown mode", a.forward_mode);
-  if (auto ok = check_mode_fits(*tp->engine_, a); !ok) return std::unexpected(ok.error());
-  const auto main = std::find_if(e.lcores.begin(), e.lcores.end(), [&](const LcoreConfig& l) { return l.id == e.main_lcore; });
-  set_lcore_id(main->id);
-  if (auto ok = pin_current_thread(main->cpus); !ok) log(LogLevel::warning, "main lcore: {}", ok.error().message);
-  register_builtin_drivers(tp->registry_);
-  if (auto ok = tp->find_pci_devices(); !ok) return std::unexpected(ok.error());
-  if (auto ok = tp->create_memory(); !ok) return std::unexpected(ok.error());
-  if (auto ok = tp->create_ports(); !ok) return std::unexpected(ok.error());
+  // What the options alone decide is checked before the Eal probes devices or maps memory.
+  auto fwd_lcores = choose_fwd_lcores(eal, app);
+  if (!fwd_lcores) return std::unexpected(fwd_lcores.error());
+  const Engine* engine = find_engine(app.forward_mode);
+  if (!engine) return fail("--forward-mode={}: unknown mode", app.forward_mode);
+  if (auto ok = check_mode_fits(*engine, app); !ok) return std::unexpected(ok.error());
+  const PktmbufPool::Options pool_options{"mb_pool_0", app.total_num_mbufs ? app.total_num_mbufs : default_mbuf_count(app),
+                                          app.mbcache, app.mbuf_size, 0};
+  auto env = Eal::create(eal, PktmbufPool::memory_bytes(pool_options),
+                         fmt::format("{} mbufs of {} bytes; raise -m or lower --total-num-mbufs", pool_options.count,
+                                     pool_options.data_room_bytes));
+  if (!env) return std::unexpected(env.error());
+  auto tp = std::unique_ptr<Testpmd>(new Testpmd(std::move(eal), std::move(app), std::move(*env)));
+  tp->fwd_lcore_ids_ = std::move(*fwd_lcores);
+  tp->engine_ = engine;
+  if (auto ok = tp->create_pool(pool_options); !ok) return std::unexpected(ok.error());
+  if (auto ok = tp->configure_ports(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->choose_fwd_ports(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->setup_streams(); !ok) return std::unexpected(ok.error());
   tp->start_link_monitor();
@@ -72,33 +75,33 @@ Testpmd::~Testpmd() {
 
 // As dpdk-testpmd's set_fwd_lcores_mask: --coremask names forwarding lcores, which must be
 // given to the EAL and cannot be the main one; without it, every lcore but the main one.
-Result<void> Testpmd::choose_fwd_lcores() {
-  fwd_lcore_ids_.clear();
-  for (const auto& l : eal_.lcores) {
-    if (app_.coremask && (l.id >= 64 || (*app_.coremask >> l.id & 1) == 0)) continue;
-    if (l.id == eal_.main_lcore) {
-      if (app_.coremask)
+Result<std::vector<unsigned>> Testpmd::choose_fwd_lcores(const EalOptions& eal, AppOptions& app) {
+  std::vector<unsigned> ids;
+  for (const auto& l : eal.lcores) {
+    if (app.coremask && (l.id >= 64 || (*app.coremask >> l.id & 1) == 0)) continue;
+    if (l.id == eal.main_lcore) {
+      if (app.coremask)
         return fail("--coremask={:#x}: lcore {} cannot be masked on for running packet forwarding, which is the main "
                     "lcore and reserved for command line parsing only",
-                    *app_.coremask, l.id);
+                    *app.coremask, l.id);
       continue;
     }
-    fwd_lcore_ids_.push_back(l.id);
+    ids.push_back(l.id);
   }
-  if (app_.coremask) {
+  if (app.coremask) {
     for (unsigned id = 0; id < 64; ++id)
-      if ((*app_.coremask >> id & 1) &&
-          std::none_of(eal_.lcores.begin(), eal_.lcores.end(), [&](const LcoreConfig& l) { return l.id == id; }))
-        return fail("--coremask={:#x}: lcore {} is not enabled (give it to the EAL with -l or --lcores)", *app_.coremask,
+      if ((*app.coremask >> id & 1) &&
+          std::none_of(eal.lcores.begin(), eal.lcores.end(), [&](const LcoreConfig& l) { return l.id == id; }))
+        return fail("--coremask={:#x}: lcore {} is not enabled (give it to the EAL with -l or --lcores)", *app.coremask,
                     id);
     // As dpdk-testpmd, the mask also sets the number of forwarding cores, unless --nb-cores does.
-    if (!app_.nb_cores_given) app_.nb_cores = static_cast<unsigned>(fwd_lcore_ids_.size());
+    if (!app.nb_cores_given) app.nb_cores = static_cast<unsigned>(ids.size());
   }
-  if (app_.nb_cores > fwd_lcore_ids_.size())
+  if (app.nb_cores > ids.size())
     return fail("--nb-cores={}: only {} forwarding lcore(s) available (the {} lcores given minus the main lcore{}); "
                 "add lcores with -l or --lcores",
-                app_.nb_cores, fwd_lcore_ids_.size(), eal_.lcores.size(), app_.coremask ? ", within --coremask" : "");
-  return {};
+                app.nb_cores, ids.size(), eal.lcores.size(), app.coremask ? ", within --coremask" : "");
+  return ids;
 }
 
 Result<void> Testpmd::choose_fwd_ports() {
@@ -122,64 +125,12 @@ Result<void> Testpmd::choose_fwd_ports() {
   return {};
 }
 
-// As DPDK's PCI bus: with -a, those devices (each must exist, have a driver and be ours to
-// drive); otherwise every device bound to uio_pci_generic that a driver takes, but those of -b.
-// Checked before anything is allocated, so a bad device starts nothing.
-Result<void> Testpmd::find_pci_devices() {
-  if (eal_.no_pci) return {};
-  if (!eal_.pci_allow.empty()) {
-    for (const std::string& devargs : eal_.pci_allow) {
-      auto addr = pci::Address::parse(std::string_view(devargs).substr(0, devargs.find(',')));
-      if (!addr) return std::unexpected(addr.error());
-      if (std::any_of(pci_.begin(), pci_.end(), [&](const PciPort& p) { return p.device.address() == *addr; }))
-        return fail("-a {}: the device is given twice", addr->to_string());
-      auto dev = pci::Device::open(*addr);
-      if (!dev) return std::unexpected(dev.error());
-      if (!registry_.find_for_pci(dev->id()))
-        return fail("-a {}: no driver takes PCI device {} (drivers of PCI devices: {})", devargs, dev->describe(),
-                    registry_.describe_pci_ids());
-      if (auto ok = dev->check_binding(); !ok) return std::unexpected(ok.error());
-      // The device string names it as DPDK prints it, whichever form was given.
-      const auto comma = devargs.find(',');
-      pci_.push_back({std::move(*dev), addr->to_string() + (comma == std::string::npos ? "" : devargs.substr(comma))});
-    }
-    std::sort(pci_.begin(), pci_.end(),
-              [](const PciPort& a, const PciPort& b) { return a.device.address() < b.device.address(); });
-  } else {
-    for (pci::Device& dev : pci::scan()) {
-      const bool blocked = std::find(eal_.pci_block.begin(), eal_.pci_block.end(), dev.address()) != eal_.pci_block.end();
-      if (blocked || dev.driver() != "uio_pci_generic" || !registry_.find_for_pci(dev.id())) continue;
-      std::string name = dev.name();
-      pci_.push_back({std::move(dev), std::move(name)});
-    }
-  }
-  if (!pci_.empty() && eal_.iova_mode == IovaMode::va)
-    return fail("--iova-mode=va: PCI device {} is on uio_pci_generic, which has no IOMMU, so the device needs "
-                "physical addresses: use --iova-mode=pa (the default with PCI devices)",
-                pci_.front().device.describe());
-  return {};
-}
-
-Result<void> Testpmd::create_memory() {
-  const std::uint32_t count = app_.total_num_mbufs ? app_.total_num_mbufs : default_mbuf_count(app_);
-  // The arena holds the mbufs' data buffers; their headers sit in private memory (PktmbufPool).
-  const std::size_t object_bytes = (std::size_t{app_.mbuf_size} + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
-  const IovaMode iova = eal_.iova_mode.value_or(pci_.empty() ? IovaMode::va : IovaMode::pa);
-  std::size_t needed = std::size_t{count} * object_bytes + (1u << 20);
-  // Physical addresses: no object crosses a 2 MiB page, so each page loses up to an object.
-  if (iova == IovaMode::pa) needed += (needed / (2u << 20) + 2) * object_bytes + (4u << 20);
-  if (eal_.memory_mb && eal_.memory_mb * (1u << 20) < needed)
-    return fail("-m/--socket-mem {} MiB is too small for {} mbufs of {} bytes ({} MiB needed); raise -m or lower "
-                "--total-num-mbufs",
-                eal_.memory_mb, count, object_bytes, (needed >> 20) + 1);
-  auto arena = Arena::create({eal_.file_prefix, needed, eal_.huge, iova});
-  if (!arena) return std::unexpected(arena.error());
-  arena_ = std::move(*arena);
-  std::printf("testpmd: create a new mbuf pool <mb_pool_0>: n=%u, size=%u, socket=0 (%s pages)\n", count,
-              app_.mbuf_size, arena_->huge() ? "2 MiB" : "4 KiB");
-  auto pool = PktmbufPool::create(*arena_, {"mb_pool_0", count, app_.mbcache, app_.mbuf_size, 0});
+Result<void> Testpmd::create_pool(const PktmbufPool::Options& options) {
+  std::printf("testpmd: create a new mbuf pool <mb_pool_0>: n=%u, size=%u, socket=0 (%s pages)\n", options.count,
+              app_.mbuf_size, env_->arena().huge() ? "2 MiB" : "4 KiB");
+  auto pool = env_->create_pktmbuf_pool(options);
   if (!pool) return std::unexpected(pool.error());
-  pool_ = std::move(*pool);
+  pool_ = *pool;
   return {};
 }
 
@@ -204,30 +155,17 @@ Result<void> Testpmd::configure_new_port(Port& p) {
     return fail("Start ports failed: port {} ({}): {}", p.id(), p.name(), ok.error().message);
   }
   for (std::uint16_t q = 0; q < app_.rxq; ++q)
-    if (auto ok = p.setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
+    if (auto ok = p.setup_rx_queue(q, {app_.rxd, pool_}); !ok) return with_context(ok.error(), where);
   for (std::uint16_t q = 0; q < app_.txq; ++q)
     if (auto ok = p.setup_tx_queue(q, {app_.txd}); !ok) return with_context(ok.error(), where);
   fwd_config_.port_mac[p.id()] = p.mac();
   return {};
 }
 
-Result<void> Testpmd::create_ports() {
-  if (eal_.vdevs.empty() && pci_.empty())
+Result<void> Testpmd::configure_ports() {
+  if (ports_.empty())
     return fail("no ports: give at least one device with --vdev (e.g. --vdev net_null0 --vdev net_null1) or -a "
                 "(a PCI device bound to uio_pci_generic, e.g. -a 0000:00:04.0)");
-  PortEnv env{arena_.get(), static_cast<unsigned>(eal_.lcores.size())};
-  for (const PciPort& p : pci_) {  // PCI ports first, as DPDK probes its PCI bus before vdevs
-    auto port = registry_.create_pci_port(p.device, p.devargs, env);
-    if (!port) return std::unexpected(port.error());
-    (*port)->set_id(static_cast<std::uint16_t>(ports_.size()));
-    ports_.push_back(std::move(*port));
-  }
-  for (const auto& dev : eal_.vdevs) {
-    auto port = registry_.create_port(dev, env);
-    if (!port) return std::unexpected(port.error());
-    (*port)->set_id(static_cast<std::uint16_t>(ports_.size()));
-    ports_.push_back(std::move(*port));
-  }
   if (ports_.size() > max_ports) return fail("{} ports given; at most {} are supported", ports_.size(), max_ports);
   for (auto& p : ports_)
     if (auto ok = configure_new_port(*p); !ok) return ok;
@@ -290,7 +228,7 @@ Result<void> Testpmd::setup_streams() {
       s->tx_port_id = txp;
       s->rx_queue = q;
       s->tx_queue = q;
-      s->pool = pool_.get();
+      s->pool = pool_;
       s->config = &fwd_config_;
       s->udp_header = udp_frame_header(fwd_config_, txp, fwd_config_.tx_pkt_length);
       streams_.push_back(std::move(s));
@@ -626,7 +564,7 @@ Result<void> Testpmd::reconfigure_port(Port& p) {
   p.release_mbufs();
   if (auto ok = p.configure(port_config(p)); !ok) return ok;
   for (std::uint16_t q = 0; q < app_.rxq; ++q)
-    if (auto ok = p.setup_rx_queue(q, {app_.rxd, pool_.get()}); !ok) return with_context(ok.error(), where);
+    if (auto ok = p.setup_rx_queue(q, {app_.rxd, pool_}); !ok) return with_context(ok.error(), where);
   for (std::uint16_t q = 0; q < app_.txq; ++q)
     if (auto ok = p.setup_tx_queue(q, {app_.txd}); !ok) return with_context(ok.error(), where);
   return {};
@@ -742,15 +680,14 @@ Result<std::uint16_t> Testpmd::attach_port(std::string_view devargs) {
   for (const auto& p : ports_)
     if (p->name() == devargs.substr(0, devargs.find(',')))
       return fail("port attach {}: device {} exists already (port {})", devargs, p->name(), p->id());
-  auto port = registry_.create_port(devargs, {arena_.get(), static_cast<unsigned>(eal_.lcores.size())});
+  auto port = env_->drivers().create_port(devargs, env_->port_env());
   if (!port) return std::unexpected(port.error());
   (*port)->set_id(slot);
   if (auto ok = configure_new_port(**port); !ok) return std::unexpected(ok.error());
   detached_.resize(std::max<std::size_t>(detached_.size(), slot + 1u), false);
   closed_.resize(std::max<std::size_t>(closed_.size(), slot + 1u), false);
   reconfig_.resize(std::max<std::size_t>(reconfig_.size(), slot + 1u), false);
-  if (slot == ports_.size()) ports_.push_back(std::move(*port));
-  else ports_[slot] = std::move(*port);
+  env_->place_port(slot, std::move(*port));
   detached_[slot] = closed_[slot] = reconfig_[slot] = false;
   // As dpdk-testpmd's update_fwd_ports: a new port forwards too, in a --portlist as well.
   if (!app_.fwd_ports.empty()) {
@@ -770,7 +707,7 @@ Result<void> Testpmd::detach_port(std::uint16_t port) {
   std::printf("Removing a device...\n");
   if (rx_tap(port)) swap_rx_tap(port, nullptr);  // a capture of this port ends with it
   detached_.resize(ports_.size(), false);
-  ports_[port] = std::make_unique<DetachedPort>(port);
+  env_->place_port(port, std::make_unique<DetachedPort>(port));
   detached_[port] = true;
   std::printf("Port %u is closed\nDevice is detached\nNow total ports is %zu\n", port, attached_ports());
   if (auto ok = rebuild_fwd_ports(); !ok) return ok;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/testpmd/app_args.hpp"
+#include "ws/eal/eal.hpp"
 #include "ws/eal/eal_args.hpp"
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/core/arena.hpp"
@@ -126,6 +127,8 @@ class Testpmd {
   const EalOptions& eal() const { return eal_; }
   const AppOptions& app() const { return app_; }
   const PktmbufPool& pool() const { return *pool_; }
+  /// The environment: memory, drivers and ports.
+  Eal& env() noexcept { return *env_; }
   double forwarding_seconds() const;
   std::uint64_t forwarded_packets() const;  // per engine: what "Mpps" means for the summary
   unsigned forwarding_cores() const { return fwd_core_count_; }
@@ -136,11 +139,12 @@ class Testpmd {
   std::uint64_t mbufs_in_use_at_exit() const { return leaked_; }
 
  private:
-  Testpmd(EalOptions eal, AppOptions app) : eal_(std::move(eal)), app_(std::move(app)) {}
-  Result<void> find_pci_devices();  // the PCI devices to drive, checked, before any memory
-  Result<void> create_memory();
-  Result<void> create_ports();
-  Result<void> choose_fwd_lcores();  // --coremask, or every lcore but the main one
+  Testpmd(EalOptions eal, AppOptions app, std::unique_ptr<Eal> env)
+      : eal_(std::move(eal)), app_(std::move(app)), env_(std::move(env)), ports_(env_->ports()) {}
+  Result<void> create_pool(const PktmbufPool::Options& options);
+  Result<void> configure_ports();  // the Eal's ports, configured and started as the options say
+  // --coremask, or every lcore but the main one; may set app.nb_cores, as dpdk-testpmd does.
+  static Result<std::vector<unsigned>> choose_fwd_lcores(const EalOptions& eal, AppOptions& app);
   Result<void> choose_fwd_ports();   // --portmask/--portlist and --nb-ports, checked against the ports
   Result<void> rebuild_fwd_ports();  // after attach/detach: forwarding ports and streams again
   Result<void> configure_new_port(Port& p);  // the command line's queues, offloads and MTU
@@ -160,15 +164,9 @@ class Testpmd {
 
   EalOptions eal_;
   AppOptions app_;
-  DriverRegistry registry_;  // outlives the ports it made
-  struct PciPort {
-    pci::Device device;
-    std::string devargs;  // "0000:00:04.0[,key=value...]"
-  };
-  std::vector<PciPort> pci_;  // ports of PCI devices, in address order (as DPDK's bus scan)
-  std::unique_ptr<Arena> arena_;
-  std::unique_ptr<PktmbufPool> pool_;
-  std::vector<std::unique_ptr<Port>> ports_;
+  std::unique_ptr<Eal> env_;  // memory, drivers, PCI devices and ports; outlives what uses them
+  const std::vector<std::unique_ptr<Port>>& ports_;  // env_'s, by id
+  PktmbufPool* pool_ = nullptr;  // env_'s
   FwdConfig fwd_config_;
   const Engine* engine_ = nullptr;
   std::vector<std::unique_ptr<Stream>> streams_;

@@ -145,7 +145,10 @@ bool Mbuf::chain(Mbuf* tail) noexcept {
 
 std::size_t PktmbufPool::memory_bytes(const Options& o) noexcept {
   const std::size_t buffer = (std::size_t{o.data_room_bytes} + cache_line_bytes - 1) & ~(cache_line_bytes - 1);
-  return std::size_t{o.count} * buffer + cache_line_bytes;  // + the block's alignment in the arena
+  const std::size_t bytes = std::size_t{o.count} * buffer;
+  // In an arena of physical addresses no buffer crosses a 2 MiB page, so each page may lose up
+  // to a buffer; + the block's alignment.
+  return bytes + (bytes / (2u << 20) + 2) * buffer + cache_line_bytes;
 }
 
 Result<std::unique_ptr<PktmbufPool>> PktmbufPool::create(Arena& arena, const Options& o) {

@@ -208,7 +208,8 @@ class PktmbufPool {
   /// Carves the data buffers from `arena`, puts the Mbufs (and their private areas) in private
   /// memory, and initialises every mbuf; errors name the pool.
   static Result<std::unique_ptr<PktmbufPool>> create(Arena& arena, const Options& options);
-  /// Bytes create() takes from the arena for `options` (to size an arena before creating it).
+  /// Bytes create() takes from the arena for `options` (to size an arena before creating it), in
+  /// either IOVA mode.
   static std::size_t memory_bytes(const Options& options) noexcept;
   /// The arena block that holds every data buffer (what a device or a peer must reach).
   std::span<const std::byte> buffers() const noexcept { return buffers_; }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Eal: arena, drivers, ports from --vdev, main lcore and launching on lcores.
+// Eal: options applied, PCI devices found, arena, drivers, ports, main lcore, launching on lcores.
 #include "ws/eal/eal.hpp"
 
 #include <algorithm>
@@ -46,33 +46,88 @@ void apply_log_options(const EalOptions& options) {
   if (options.version) log_line(LogLevel::info, "EAL: RTE Version: 'wirespeed " WS_VERSION_STRING "'");
 }
 
-Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_bytes) {
+Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_bytes, std::string_view memory_for) {
   apply_log_options(options);
   if (auto ok = apply_simd_option(options); !ok) return std::unexpected(ok.error());
   auto eal = std::unique_ptr<Eal>(new Eal(std::move(options)));
   const EalOptions& o = eal->options_;
-  // PCI devices need physical addresses and their own start-up order (wirespeed-testpmd's
-  // find_pci_devices); until Eal does the same, it refuses them rather than ignore them.
-  if (!o.pci_allow.empty() || (o.iova_mode && *o.iova_mode == IovaMode::pa))
-    return fail("{}: ws::Eal drives virtual devices (--vdev) only; PCI devices and --iova-mode=pa are "
-                "wirespeed-testpmd's for now",
-                !o.pci_allow.empty() ? "-a " + o.pci_allow.front() : std::string("--iova-mode=pa"));
   const auto main = std::find_if(o.lcores.begin(), o.lcores.end(), [&](const LcoreConfig& l) { return l.id == o.main_lcore; });
   if (main == o.lcores.end()) return fail("main lcore {} is not one of the lcores given", o.main_lcore);
   set_lcore_id(main->id);
   if (auto ok = pin_current_thread(main->cpus); !ok) log(LogLevel::warning, "main lcore: {}", ok.error().message);
-  arena_bytes += driver_arena_bytes;
-  const std::size_t requested = o.memory_mb << 20;
-  if (requested != 0 && requested < arena_bytes)
-    return fail("-m/--socket-mem {} MiB is too small: this application needs {} MiB; raise -m", o.memory_mb,
-                (arena_bytes + (1u << 20) - 1) >> 20);
-  auto arena = Arena::create({o.file_prefix, std::max(requested, arena_bytes), o.huge});
-  if (!arena) return std::unexpected(arena.error());
-  eal->arena_ = std::move(*arena);
   register_builtin_drivers(eal->drivers_);
-  for (const auto& dev : o.vdevs)
-    if (auto port = eal->create_port(dev); !port) return std::unexpected(port.error());
+  if (auto ok = eal->find_pci_devices(); !ok) return std::unexpected(ok.error());
+  if (auto ok = eal->create_memory(arena_bytes, memory_for); !ok) return std::unexpected(ok.error());
+  if (auto ok = eal->create_ports(); !ok) return std::unexpected(ok.error());
   return eal;
+}
+
+// As DPDK's PCI bus: with -a, those devices (each must exist, have a driver and be ours to
+// drive); otherwise every device bound to uio_pci_generic that a driver takes, but those of -b.
+// Checked before anything is allocated, so a bad device starts nothing.
+Result<void> Eal::find_pci_devices() {
+  const EalOptions& o = options_;
+  if (o.no_pci) return {};
+  if (!o.pci_allow.empty()) {
+    for (const std::string& devargs : o.pci_allow) {
+      auto addr = pci::Address::parse(std::string_view(devargs).substr(0, devargs.find(',')));
+      if (!addr) return std::unexpected(addr.error());
+      if (std::any_of(pci_.begin(), pci_.end(), [&](const PciPort& p) { return p.device.address() == *addr; }))
+        return fail("-a {}: the device is given twice", addr->to_string());
+      auto dev = pci::Device::open(*addr);
+      if (!dev) return std::unexpected(dev.error());
+      if (!drivers_.find_for_pci(dev->id()))
+        return fail("-a {}: no driver takes PCI device {} (drivers of PCI devices: {})", devargs, dev->describe(),
+                    drivers_.describe_pci_ids());
+      if (auto ok = dev->check_binding(); !ok) return std::unexpected(ok.error());
+      // The device string names it as DPDK prints it, whichever form was given.
+      const auto comma = devargs.find(',');
+      pci_.push_back({std::move(*dev), addr->to_string() + (comma == std::string::npos ? "" : devargs.substr(comma))});
+    }
+    std::sort(pci_.begin(), pci_.end(),
+              [](const PciPort& a, const PciPort& b) { return a.device.address() < b.device.address(); });
+  } else {
+    for (pci::Device& dev : pci::scan()) {
+      const bool blocked = std::find(o.pci_block.begin(), o.pci_block.end(), dev.address()) != o.pci_block.end();
+      if (blocked || dev.driver() != "uio_pci_generic" || !drivers_.find_for_pci(dev.id())) continue;
+      std::string name = dev.name();
+      pci_.push_back({std::move(dev), std::move(name)});
+    }
+  }
+  if (!pci_.empty() && o.iova_mode == IovaMode::va)
+    return fail("--iova-mode=va: PCI device {} is on uio_pci_generic, which has no IOMMU, so the device needs "
+                "physical addresses: use --iova-mode=pa (the default with PCI devices)",
+                pci_.front().device.describe());
+  return {};
+}
+
+Result<void> Eal::create_memory(std::size_t arena_bytes, std::string_view memory_for) {
+  const EalOptions& o = options_;
+  const IovaMode iova = o.iova_mode.value_or(pci_.empty() ? IovaMode::va : IovaMode::pa);
+  std::size_t needed = arena_bytes + driver_arena_bytes;
+  // Physical addresses: blocks of many objects start on a page (what each page loses to the
+  // objects that do not fit is in PktmbufPool::memory_bytes()).
+  if (iova == IovaMode::pa) needed += 4u << 20;
+  const std::size_t requested = o.memory_mb << 20;
+  if (requested != 0 && requested < needed)
+    return fail("-m/--socket-mem {} MiB is too small: {} MiB are needed for {}", o.memory_mb,
+                (needed + (1u << 20) - 1) >> 20, memory_for);
+  auto arena = Arena::create({o.file_prefix, std::max(requested, needed), o.huge, iova});
+  if (!arena) return std::unexpected(arena.error());
+  arena_ = std::move(*arena);
+  return {};
+}
+
+Result<void> Eal::create_ports() {
+  for (const PciPort& p : pci_) {  // PCI ports first, as DPDK probes its PCI bus before vdevs
+    PortEnv env = port_env();
+    auto port = drivers_.create_pci_port(p.device, p.devargs, env);
+    if (!port) return std::unexpected(port.error());
+    place_port(static_cast<std::uint16_t>(ports_.size()), std::move(*port));
+  }
+  for (const auto& dev : options_.vdevs)
+    if (auto port = create_port(dev); !port) return std::unexpected(port.error());
+  return {};
 }
 
 Eal::~Eal() {
@@ -93,11 +148,19 @@ Result<PktmbufPool*> Eal::create_pktmbuf_pool(const PktmbufPool::Options& option
 
 Result<Port*> Eal::create_port(std::string_view device) {
   if (ports_.size() >= 0xffff) return fail("{}: too many ports ({})", device, ports_.size());
-  auto port = drivers_.create_port(device, {arena_.get(), static_cast<unsigned>(options_.lcores.size())});
+  auto port = drivers_.create_port(device, port_env());
   if (!port) return std::unexpected(port.error());
-  (*port)->set_id(static_cast<std::uint16_t>(ports_.size()));
-  ports_.push_back(std::move(*port));
-  return ports_.back().get();
+  return &place_port(static_cast<std::uint16_t>(ports_.size()), std::move(*port));
+}
+
+Port& Eal::place_port(std::uint16_t id, std::unique_ptr<Port> port) {
+  port->set_id(id);
+  if (id == ports_.size()) {
+    ports_.push_back(std::move(port));
+  } else {
+    ports_.at(id) = std::move(port);
+  }
+  return *ports_[id];
 }
 
 std::vector<unsigned> Eal::lcore_ids() const {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Eal: what DPDK's rte_eal_init does for an application, on wirespeed: one arena of memory,
-// the built-in drivers, a port per --vdev, the main lcore pinned, and launching work on lcores.
+// Eal: what DPDK's rte_eal_init does for an application, on wirespeed: logging and the SIMD
+// level, the main lcore pinned, the built-in drivers, the PCI devices to drive (-a/-b), one arena
+// of memory sized for the application and the devices with the IOVA mode they need, a port per
+// PCI device then per --vdev, and launching work on lcores. wirespeed-testpmd is built on it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "ws/core/result.hpp"
 #include "ws/core/simd.hpp"
 #include "ws/eal/eal_args.hpp"
+#include "ws/pci/device.hpp"
 #include "ws/port/driver.hpp"
 #include "ws/port/port.hpp"
 
@@ -41,12 +44,19 @@ void apply_log_options(const EalOptions& options);
 /// and the arena they use.
 class Eal {
  public:
-  /// Sets the log level, makes the calling thread the main lcore (pinned), maps an arena of
-  /// `arena_bytes` (what the application's pools need, e.g. PktmbufPool::memory_bytes(), plus
-  /// 4 MiB for drivers' rings; -m when larger; an error when -m is smaller), registers the built-in
-  /// drivers and creates one port per --vdev, in order (port id = position). Ports are created,
-  /// not configured. Errors name the option or device at fault.
-  static Result<std::unique_ptr<Eal>> create(EalOptions options, std::size_t arena_bytes);
+  /// Applies the log and SIMD options, makes the calling thread the main lcore (pinned),
+  /// registers the built-in drivers, finds the PCI devices to drive (those of -a, each checked;
+  /// else every device on uio_pci_generic that a driver takes, but those of -b; none with
+  /// --no-pci), maps an arena of `arena_bytes` (what the application's pools need, e.g.
+  /// PktmbufPool::memory_bytes(), plus 4 MiB for drivers' rings; -m when larger; an error when -m
+  /// is smaller) in the IOVA mode the devices need (--iova-mode, else physical addresses when a
+  /// PCI device is driven), and creates one port per PCI device, in address order, then one per
+  /// --vdev, in order (port id = position). Ports are created, not configured. Nothing is
+  /// allocated before every device is checked. Errors name the option or device at fault.
+  /// `memory_for` says what the arena bytes are for, in the error when -m is too small (e.g.
+  /// "8192 mbufs of 2176 bytes; raise -m or lower --total-num-mbufs").
+  static Result<std::unique_ptr<Eal>> create(EalOptions options, std::size_t arena_bytes,
+                                             std::string_view memory_for = "this application; raise -m");
   /// Stops every port, returns the mbufs they hold, then frees ports, pools and the arena.
   ~Eal();
   Eal(const Eal&) = delete;
@@ -63,6 +73,15 @@ class Eal {
   DriverRegistry& drivers() noexcept { return drivers_; }
   /// Creates one more port from a device string; its id is the next free one.
   Result<Port*> create_port(std::string_view device);
+  /// What a driver is given to create a port here (the arena, the lcore count).
+  PortEnv port_env() noexcept { return {arena_.get(), static_cast<unsigned>(options_.lcores.size())}; }
+  /// Puts `port` at id `id`, which is a port's (replaced and destroyed) or the next new one, and
+  /// returns it. For applications that attach and detach ports (testpmd's `port attach`).
+  Port& place_port(std::uint16_t id, std::unique_ptr<Port> port);
+  /// Every port, by id.
+  const std::vector<std::unique_ptr<Port>>& ports() const noexcept { return ports_; }
+  /// The IOVA mode chosen for the arena.
+  IovaMode iova_mode() const noexcept { return arena_->iova_mode(); }
   /// Number of ports (ids 0 to port_count() - 1).
   std::uint16_t port_count() const noexcept { return static_cast<std::uint16_t>(ports_.size()); }
   /// Port `id` (id < port_count()).
@@ -82,9 +101,17 @@ class Eal {
 
  private:
   explicit Eal(EalOptions options) : options_(std::move(options)) {}
+  Result<void> find_pci_devices();  // the PCI devices to drive, checked, before any memory
+  Result<void> create_memory(std::size_t arena_bytes, std::string_view memory_for);
+  Result<void> create_ports();
 
+  struct PciPort {
+    pci::Device device;
+    std::string devargs;  // "0000:00:04.0[,key=value...]"
+  };
   EalOptions options_;
   DriverRegistry drivers_;
+  std::vector<PciPort> pci_;  // in address order (as DPDK's bus scan); outlive their ports
   std::unique_ptr<Arena> arena_;
   std::vector<std::unique_ptr<PktmbufPool>> pools_;
   std::vector<std::unique_ptr<Port>> ports_;  // declared last: destroyed before pools and arena

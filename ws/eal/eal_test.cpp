@@ -63,7 +63,7 @@ TEST(Eal, MemoryOptionSmallerThanNeededIsAnError) {
   auto eal = Eal::create(options({"--lcores", "0@0", "--no-huge", "-m", "8"}), 64u << 20);
   ASSERT_FALSE(eal.has_value());
   EXPECT_NE(eal.error().message.find("-m/--socket-mem 8 MiB is too small"), std::string::npos) << eal.error().message;
-  EXPECT_NE(eal.error().message.find("needs 68 MiB"), std::string::npos) << eal.error().message;
+  EXPECT_NE(eal.error().message.find("68 MiB are needed for this application; raise -m"), std::string::npos) << eal.error().message;
 }
 
 TEST(Eal, BadDeviceIsNamed) {
@@ -73,6 +73,36 @@ TEST(Eal, BadDeviceIsNamed) {
   auto bad_key = Eal::create(options({"--lcores", "0@0", "--no-huge", "--vdev", "net_null0,sise=64"}), 4u << 20);
   ASSERT_FALSE(bad_key.has_value());
   EXPECT_NE(bad_key.error().message.find("sise"), std::string::npos) << bad_key.error().message;
+}
+
+TEST(Eal, PciDevicesAreProbedFromTheAllowList) {
+  // No device sits at this address: -a is probed (as DPDK's PCI bus does), not refused, and the
+  // error names the device before anything is allocated.
+  auto eal = Eal::create(options({"--lcores", "0@0", "--no-huge", "-a", "0000:7f:1f.7"}), 4u << 20);
+  ASSERT_FALSE(eal.has_value());
+  EXPECT_NE(eal.error().message.find("0000:7f:1f.7"), std::string::npos) << eal.error().message;
+  // --no-pci: no device is looked for.
+  auto none = Eal::create(options({"--lcores", "0@0", "--no-huge", "--no-pci", "--vdev", "net_null0"}), 4u << 20);
+  ASSERT_TRUE(none.has_value()) << none.error().message;
+  EXPECT_EQ((*none)->port_count(), 1);
+  EXPECT_EQ((*none)->iova_mode(), IovaMode::va) << "virtual devices alone: IOVA = VA";
+}
+
+TEST(Eal, PlacePortReplacesASlotOrAppends) {
+  auto eal = Eal::create(options({"--lcores", "0@0", "--no-huge", "--no-pci", "--vdev", "net_null0"}), 4u << 20);
+  ASSERT_TRUE(eal.has_value()) << eal.error().message;
+  Eal& e = **eal;
+  auto second = e.drivers().create_port("net_null1", e.port_env());
+  ASSERT_TRUE(second.has_value()) << second.error().message;
+  Port& appended = e.place_port(1, std::move(*second));
+  EXPECT_EQ(appended.id(), 1);
+  EXPECT_EQ(e.port_count(), 2);
+  auto third = e.drivers().create_port("net_null2", e.port_env());
+  ASSERT_TRUE(third.has_value());
+  Port& replaced = e.place_port(0, std::move(*third));
+  EXPECT_EQ(replaced.id(), 0);
+  EXPECT_EQ(e.port(0).name(), "net_null2");
+  EXPECT_EQ(e.port_count(), 2);
 }
 
 TEST(Eal, RunOnLcoresRunsOncePerLcoreAsThatLcore) {

@@ -63,18 +63,30 @@ class SplitDevice {
  public:
   using ChainT = Chain<MaxSegments>;
 
-  // Control path, ring stopped. `ring` was checked by check_split_ring; `base` is the index
-  // SET_VRING_BASE gave (next avail entry to take; used entries continue from it).
-  void init(const SplitRing& ring, const GuestMemory* mem, QueueHealth* health, bool indirect, bool event_idx,
-            std::uint16_t base) noexcept {
+  // Control path, ring stopped. `ring` was checked by check_split_ring. Returns the index the
+  // ring resumes at (next avail entry to take, next used entry to write): the used index the ring
+  // holds. After a clean stop that is the base SET_VRING_BASE sent back (we return every chain we
+  // take before we stop), so the base itself is not needed here.
+  //
+  // A frontend whose rings ran on while its backend was replaced (DPDK's virtio_user in server
+  // mode, which sends base 0 whatever its rings hold) has its avail index far past the base, and
+  // every chain up to the used index was returned by the backend before us. So, as DPDK's and
+  // QEMU's backends do, resume at the used index: what the old backend took and never returned
+  // is taken again (TX packets sent twice, RX buffers refilled). The frontend writes that index
+  // as freely as the base, so it is trusted no further: pop() bounds the avail index by the ring
+  // size from it, which only a frontend with more chains outstanding than its ring holds exceeds.
+  std::uint16_t init(const SplitRing& ring, const GuestMemory* mem, QueueHealth* health, bool indirect,
+                     bool event_idx) noexcept {
     ring_ = ring;
     mask_ = static_cast<std::uint16_t>(ring.size - 1);
     mem_ = mem;
     health_ = health;
     indirect_ = indirect;
     event_idx_ = event_idx;
-    last_avail_ = shadow_avail_ = base;
-    used_ = signalled_used_ = base;
+    const std::uint16_t used = detail::load_once(ring.used_idx());
+    last_avail_ = shadow_avail_ = used;
+    used_ = signalled_used_ = used;
+    return used;
   }
 
   // Takes the next available chain into `c` (validated, translated). Refusals are counted in

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "ws/virtio/test_memory.hpp"
 
@@ -36,7 +37,7 @@ struct SplitPairOf {
     ring.used = tm.alloc<std::uint16_t>(split_used_bytes(n), 4);
     EXPECT_TRUE(check_split_ring(ring));
     bufs = tm.alloc(64 * 1024);
-    dev.init(ring, &tm.mem(), &dev_health, indirect, event_idx, 0);
+    dev.init(ring, &tm.mem(), &dev_health, indirect, event_idx);
     drv.init(ring, &drv_health, event_idx);
   }
   std::uint64_t buf(std::size_t off) const { return tm.guest(bufs + off); }
@@ -560,7 +561,7 @@ TEST(Split, LoopsAreBoundedByTheRingSizeWhateverTheSegmentLimit) {
   SplitPair p;
   QueueHealth health;
   SplitDevice<1024> dev;  // more segments than the ring has descriptors
-  dev.init(p.ring, &p.tm.mem(), &health, true, false, 0);
+  dev.init(p.ring, &p.tm.mem(), &health, true, false);
   p.set(0, p.buf(0), 64, NX, 1);
   p.set(1, p.buf(0), 64, NX, 0);
   p.offer(0);
@@ -589,6 +590,96 @@ TEST(SplitDriverSide, RefusesUsedIdsItNeverPostedAndIndexJumps) {
   EXPECT_EQ(queue_error_detail(q.drv_health.first_error(), q.drv_health.first_detail()),
             "used_index_jump (used idx 2 with 0 reclaimed)");
   EXPECT_EQ(q.drv.reclaim(cookies, nullptr, 4), 0) << "sticky";
+}
+
+// A backend replaced under a running ring (killed holding chains it took; the frontend sends
+// base 0 again, as DPDK's virtio_user in server mode does): the new device resumes at the used
+// index, takes again what the old one never returned, and the driver reclaims everything in
+// order, with nothing lost or returned twice.
+TEST(Split, ARestartResumesAtTheUsedIndexAndTakesAgainWhatWasNotReturned) {
+  SplitPair p;
+  const Buffer b{p.buf(0), 64, false};
+  for (std::uint32_t i = 0; i < 5; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));
+  p.drv.publish();
+  DefaultChain c;
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(p.dev.pop(c), Pop::chain);
+  for (std::uint16_t head = 0; head < 3; ++head) p.dev.push_used(head, 0);  // the old backend dies holding 2
+  p.dev.flush_used();
+  std::uint32_t cookies[8];
+  ASSERT_EQ(p.drv.reclaim(cookies, nullptr, 8), 3);
+  for (std::uint32_t i = 5; i < 7; ++i) ASSERT_TRUE(p.drv.post(&b, 1, i));  // the frontend runs on
+  p.drv.publish();
+
+  QueueHealth health;
+  SplitDevice<> again;
+  EXPECT_EQ(again.init(p.ring, &p.tm.mem(), &health, true, false), 3);
+  std::uint16_t heads[4];
+  for (auto& h : heads) {
+    ASSERT_EQ(again.pop(c), Pop::chain);
+    h = c.id;
+  }
+  EXPECT_EQ(again.pop(c), Pop::empty);
+  for (const std::uint16_t h : heads) again.push_used(h, 0);
+  again.flush_used();
+  ASSERT_EQ(p.drv.reclaim(cookies, nullptr, 8), 4);
+  EXPECT_EQ(std::vector<std::uint32_t>(cookies, cookies + 4), (std::vector<std::uint32_t>{3, 4, 5, 6}));
+  EXPECT_FALSE(health.broken());
+  EXPECT_EQ(again.last_avail_idx(), 7) << "GET_VRING_BASE answers from where the ring resumed";
+}
+
+// The same across the 16-bit wrap of both indices, with the ring as full as a driver can make it.
+TEST(Split, ARestartResumesAcrossTheIndexWrap) {
+  SplitPair p;
+  const std::uint16_t used = 0xff80;
+  *p.ring.used_idx() = used;
+  *p.ring.avail_idx() = used;
+  for (std::uint16_t i = 0; i < SplitPair::n; ++i) {
+    p.set(i, p.buf(0), 64, 0, 0);
+    p.offer(i);
+  }
+  QueueHealth health;
+  SplitDevice<> dev;
+  ASSERT_EQ(dev.init(p.ring, &p.tm.mem(), &health, true, false), used);
+  DefaultChain c;
+  for (std::uint16_t i = 0; i < SplitPair::n; ++i) {
+    ASSERT_EQ(dev.pop(c), Pop::chain) << i;
+    EXPECT_EQ(c.id, i);
+    dev.push_used(c.id, 0);
+  }
+  EXPECT_EQ(dev.pop(c), Pop::empty);
+  dev.flush_used();
+  EXPECT_EQ(*p.ring.used_idx(), static_cast<std::uint16_t>(used + SplitPair::n));
+  EXPECT_FALSE(health.broken());
+}
+
+// What no restart can produce is still refused: the resync takes the used index as given (a
+// frontend writes it as freely as the base), and bounds the avail index from it. The base the
+// frontend sends plays no part, so claiming one next to the avail index gains nothing.
+TEST(Split, ARestartFromAUsedIndexNoDriverCouldHaveIsStillAJump) {
+  struct Case {
+    const char* name;
+    std::uint16_t used, avail;
+    const char* detail;
+  };
+  const Case cases[] = {
+      {"more outstanding than the ring holds", 1000, 1000 + SplitPair::n + 1,
+       "avail_index_jump (avail idx 1257 with 1000 taken)"},
+      {"used index far behind (a base next to avail claimed)", 5000 - 300, 5000,
+       "avail_index_jump (avail idx 5000 with 4700 taken)"},
+      {"used index ahead of the avail index", 100, 50, "avail_index_jump (avail idx 50 with 100 taken)"},
+  };
+  for (const Case& k : cases) {
+    SplitPair p;
+    for (std::uint16_t i = 0; i < SplitPair::n; ++i) p.set(i, p.buf(0), 64, 0, 0);
+    *p.ring.used_idx() = k.used;
+    *p.ring.avail_idx() = k.avail;
+    QueueHealth health;
+    SplitDevice<> dev;
+    EXPECT_EQ(dev.init(p.ring, &p.tm.mem(), &health, true, false), k.used) << k.name;
+    DefaultChain c;
+    EXPECT_EQ(dev.pop(c), Pop::broken) << k.name;
+    EXPECT_EQ(queue_error_detail(health.first_error(), health.first_detail()), k.detail) << k.name;
+  }
 }
 
 // The first error keeps what was seen: the log line of a broken ring says which index jumped.

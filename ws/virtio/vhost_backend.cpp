@@ -17,13 +17,6 @@ namespace ws::virtio {
 
 using namespace vhost_user;
 
-namespace {
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-}  // namespace
-
 VhostBackend::VhostBackend(BackendOptions options, RingListener* listener)
     : options_(std::move(options)), listener_(listener), rings_(2 * options_.queue_pairs) {}
 
@@ -43,6 +36,15 @@ void VhostBackend::reset() {
   features_ = protocol_ = 0;
   features_set_ = owner_ = false;
   status_ = 0;
+}
+
+void VhostBackend::close_fd(int& fd) noexcept {
+  if (fd >= 0 && options_.reaper != nullptr) {
+    options_.reaper->close(fd);
+  } else if (fd >= 0) {
+    ::close(fd);
+  }
+  fd = -1;
 }
 
 void VhostBackend::unmap() {
@@ -102,12 +104,13 @@ Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
   };
   for (std::uint32_t i = 0; i < t.count; ++i) {
     const MemRegionDesc& d = t.regions[i];
-    const int fd = fds.take(i);
+    int fd = fds.take(i);
     const std::uint64_t end = d.mmap_offset + d.size;  // decode checked the sum
     // A region beyond the end of its file would fault (SIGBUS) when the data path touches it.
+    // (fstat cannot block here: check_fds let only tmpfs and hugetlbfs files through.)
     struct stat st {};
     if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < end) {
-      if (fd >= 0) ::close(fd);
+      close_fd(fd);
       undo();
       return fail("{}: SET_MEM_TABLE region {} (offset {:#x} + size {:#x}) extends beyond its fd ({} bytes)",
                   options_.name, i, d.mmap_offset, d.size, fd < 0 ? 0 : st.st_size);
@@ -120,7 +123,7 @@ Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
     const std::uint64_t map_len = (end - map_off + align - 1) & ~(align - 1);
     void* base = ::mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(map_off));
     const int err = errno;
-    ::close(fd);  // the mapping keeps the memory
+    close_fd(fd);  // the mapping keeps the memory
     if (base == MAP_FAILED) {
       undo();
       return fail("{}: SET_MEM_TABLE region {} (size {:#x}, offset {:#x}) cannot be mapped: {}", options_.name, i,
@@ -218,11 +221,35 @@ Result<void> VhostBackend::start_ring(std::uint32_t i) {
   return {};
 }
 
+Result<void> VhostBackend::check_fds(const Message& msg, const FdSet& fds) const {
+  const auto request = request_name(msg.header.request);
+  switch (msg.request()) {
+    case Request::set_vring_kick:
+    case Request::set_vring_call:
+    case Request::set_vring_err:
+      // Written (call, err) and polled (kick) by our threads: any other type could block them.
+      if (fds.size() == 0) return {};
+      if (auto ok = expect_eventfd(fds.at(0)); !ok)
+        return fail("{}: {} ring {}: {}", options_.name, request, msg.payload.u64 & vring_index_mask,
+                    ok.error().message);
+      return {};
+    case Request::set_mem_table:
+      // Mapped and touched by the lcores: a page fault must never wait on a file system.
+      for (std::size_t i = 0; i < fds.size(); ++i)
+        if (auto ok = expect_shared_memory(fds.at(i)); !ok)
+          return fail("{}: {} region {}: {}", options_.name, request, i, ok.error().message);
+      return {};
+    default:
+      return {};  // decode() let no fd through with any other request
+  }
+}
+
 Result<bool> VhostBackend::handle(const Message& msg, FdSet& fds, Message& reply) {
   reply = Message{};
   reply.header.request = msg.header.request;
   reply.header.flags = flag_version | flag_reply;
-  auto result = apply(msg, fds, reply);
+  auto checked = check_fds(msg, fds);
+  auto result = checked ? apply(msg, fds, reply) : Result<bool>(std::unexpected(checked.error()));
   fds.close_all();  // whatever a request did not take
   const bool ack = has(protocol_, protocol::reply_ack) && msg.need_reply();
   if (!result) {

@@ -12,6 +12,7 @@
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/guest_memory.hpp"
 #include "ws/virtio/mapping_guard.hpp"
+#include "ws/virtio/peer_fd.hpp"
 #include "ws/virtio/vhost_user.hpp"
 
 namespace ws::virtio {
@@ -60,6 +61,9 @@ struct BackendOptions {
   // space and page tables, and it chooses the sizes.
   std::uint64_t max_mem_bytes = std::uint64_t{64} << 30;
   std::string max_mem_key = "max-mem-mb";  // what an error tells the user to raise
+  // Closes the frontend's fds off the control thread (close() of a peer's fd can block); null:
+  // closed where they are let go (tests, fuzzers).
+  FdReaper* reaper = nullptr;
 };
 
 class VhostBackend {
@@ -71,7 +75,9 @@ class VhostBackend {
 
   // Applies one decoded message, taking the fds it needs from `fds`. Returns whether `reply`
   // must be sent (a GET, or REPLY_ACK). An error means the frontend misbehaved: send `reply` if
-  // it was requested (failure ack) and close the connection.
+  // it was requested (failure ack) and close the connection. Every fd is checked first (kick,
+  // call, err: eventfds; memory regions: tmpfs or hugetlbfs files), without a call that could
+  // block on it; one of another type refuses the message.
   Result<bool> handle(const vhost_user::Message& msg, vhost_user::FdSet& fds, vhost_user::Message& reply);
 
   // Frontend gone (or RESET_OWNER): stop rings, unmap memory, close fds, forget negotiation.
@@ -99,6 +105,8 @@ class VhostBackend {
   Result<void> start_ring(std::uint32_t i);
   void reset_device();
   Result<std::uint32_t> ring_index(const vhost_user::Message& msg, std::uint64_t index) const;
+  Result<void> check_fds(const vhost_user::Message& msg, const vhost_user::FdSet& fds) const;
+  void close_fd(int& fd) noexcept;
   void stop_ring(std::uint32_t i);
   void unmap();
   Result<bool> apply(const vhost_user::Message& msg, vhost_user::FdSet& fds, vhost_user::Message& reply);

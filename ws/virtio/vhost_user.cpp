@@ -13,6 +13,8 @@
 #include <cstring>
 #include <limits>
 
+#include "ws/virtio/peer_fd.hpp"
+
 namespace ws::virtio::vhost_user {
 
 std::string_view request_name(std::uint32_t request) noexcept {
@@ -43,9 +45,17 @@ std::string_view request_name(std::uint32_t request) noexcept {
   return "unknown";
 }
 
+void FdSet::close_one(int fd) noexcept {
+  if (reaper_ != nullptr) {
+    reaper_->close(fd);
+  } else {
+    ::close(fd);
+  }
+}
+
 bool FdSet::push(int fd) noexcept {
   if (count_ == max_fds) {
-    ::close(fd);
+    close_one(fd);
     return false;
   }
   fds_[count_++] = fd;
@@ -61,7 +71,7 @@ int FdSet::take(std::size_t i) noexcept {
 
 void FdSet::close_all() noexcept {
   for (std::size_t i = 0; i < count_; ++i)
-    if (fds_[i] >= 0) ::close(fds_[i]);
+    if (fds_[i] >= 0) close_one(fds_[i]);
   count_ = 0;
 }
 
@@ -202,13 +212,12 @@ bool wait_for(int sock, short events, Clock::time_point deadline) {
   }
 }
 
-// Reads exactly `len` bytes into `buf`, taking any fds that come with them into `fds` (when not
-// null). Fails on a closed connection, an error, too many fds, or the deadline.
-Result<void> recv_exact(int sock, std::byte* buf, std::size_t len, FdSet* fds, Clock::time_point deadline,
-                        std::string_view what) {
-  std::size_t got = 0;
-  while (got < len) {
-    iovec iov{buf + got, len - got};
+// Reads what `sock` has of the `len` bytes wanted at `buf` (never waits), taking any fds that
+// come with them into `fds` (when not null). The bytes read: 0 when none were there. Fails on a
+// closed connection, an error, or too many fds.
+Result<std::size_t> recv_some(int sock, std::byte* buf, std::size_t len, FdSet* fds, std::string_view what) {
+  for (;;) {
+    iovec iov{buf, len};
     alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int) * max_fds)> control{};
     msghdr mh{};
     mh.msg_iov = &iov;
@@ -231,13 +240,25 @@ Result<void> recv_exact(int sock, std::byte* buf, std::size_t len, FdSet* fds, C
         }
       }
       if (mh.msg_flags & MSG_CTRUNC) return fail("vhost-user {}: more than {} fds with one message", what, max_fds);
-      got += static_cast<std::size_t>(n);
-      continue;
+      return static_cast<std::size_t>(n);
     }
     if (n == 0) return fail("vhost-user {}: connection closed by the peer", what);
     if (errno == EINTR) continue;
-    if (errno != EAGAIN) return fail("vhost-user {}: recvmsg: {}", what, std::strerror(errno));
-    if (!wait_for(sock, POLLIN, deadline))
+    if (errno == EAGAIN) return std::size_t{0};
+    return fail("vhost-user {}: recvmsg: {}", what, std::strerror(errno));
+  }
+}
+
+// Reads exactly `len` bytes into `buf`, taking any fds that come with them into `fds` (when not
+// null). Fails on a closed connection, an error, too many fds, or the deadline.
+Result<void> recv_exact(int sock, std::byte* buf, std::size_t len, FdSet* fds, Clock::time_point deadline,
+                        std::string_view what) {
+  std::size_t got = 0;
+  while (got < len) {
+    auto n = recv_some(sock, buf + got, len - got, fds, what);
+    if (!n) return std::unexpected(n.error());
+    got += *n;
+    if (*n == 0 && !wait_for(sock, POLLIN, deadline))
       return fail("vhost-user {}: the peer sent {} of {} bytes and then nothing for too long; closing", what, got,
                   len);
   }
@@ -263,6 +284,52 @@ Result<Message> recv_message(int sock, FdSet& fds, int timeout_ms) {
   if (auto ok = recv_exact(sock, buf.data() + sizeof(Header), h.size, &fds, deadline, name); !ok)
     return refuse(ok.error());
   return decode(std::span(buf.data(), sizeof(Header) + h.size), fds);
+}
+
+std::size_t MessageReader::wanted() const noexcept {
+  if (got_ < sizeof(Header)) return sizeof(Header);
+  Header h;
+  std::memcpy(&h, buf_.data(), sizeof h);
+  return sizeof(Header) + h.size;  // read() refused sizes beyond max_payload
+}
+
+Result<std::optional<Message>> MessageReader::read(int sock) {
+  auto refuse = [this](Error e) -> Result<std::optional<Message>> {
+    fds_.close_all();
+    got_ = 0;
+    return std::unexpected(std::move(e));
+  };
+  for (;;) {
+    const std::size_t want = wanted();
+    if (got_ == want) {  // a whole header and its payload
+      got_ = 0;
+      auto m = decode(std::span(buf_.data(), want), fds_);
+      if (!m) return std::unexpected(m.error());  // decode closed the fds
+      return std::optional<Message>(*m);
+    }
+    Header h{};
+    if (got_ >= sizeof(Header)) std::memcpy(&h, buf_.data(), sizeof h);
+    const auto what = got_ < sizeof(Header) ? std::string_view("message header") : request_name(h.request);
+    auto n = recv_some(sock, buf_.data() + got_, want - got_, &fds_, what);
+    if (!n) return refuse(n.error());
+    if (*n == 0) return std::optional<Message>();  // the rest has not come yet
+    if (got_ == 0) started_ = Clock::now();
+    got_ += *n;
+    if (got_ == sizeof(Header)) {
+      std::memcpy(&h, buf_.data(), sizeof h);
+      if (h.size > max_payload)
+        return refuse({fmt::format("vhost-user {}: payload {} bytes, at most {}", request_name(h.request), h.size,
+                                   max_payload)});
+    }
+  }
+}
+
+std::string MessageReader::describe_partial(std::chrono::milliseconds waited) const {
+  Header h{};
+  if (got_ >= sizeof(Header)) std::memcpy(&h, buf_.data(), sizeof h);
+  const auto what = got_ < sizeof(Header) ? std::string_view("message header") : request_name(h.request);
+  return fmt::format("vhost-user {}: the peer sent {} of {} bytes and then nothing for {} ms", what, got_, wanted(),
+                     waited.count());
 }
 
 Result<Message> recv_reply(int sock, Request request, std::uint32_t size, int timeout_ms) {

@@ -4,13 +4,19 @@
 // socket I/O. Fds travel in FdSet, which closes whatever nobody took.
 #pragma once
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "ws/core/result.hpp"
+
+namespace ws::virtio {
+class FdReaper;  // peer_fd.hpp
+}
 
 namespace ws::virtio::vhost_user {
 
@@ -98,19 +104,23 @@ static_assert(sizeof(MemTable) == 8 + 32 * 8);
 inline constexpr std::size_t max_fds = 8;
 inline constexpr std::size_t max_payload = sizeof(MemTable);
 
-// Fds received with one message; closes those not taken.
+// Fds received with one message; closes those not taken, through `reaper` when there is one (a
+// peer's fd may block in close(): see FdReaper).
 class FdSet {
  public:
-  FdSet() = default;
+  explicit FdSet(FdReaper* reaper = nullptr) noexcept : reaper_(reaper) {}
   FdSet(const FdSet&) = delete;
   FdSet& operator=(const FdSet&) = delete;
   ~FdSet() { close_all(); }
   bool push(int fd) noexcept;           // false (and fd closed) when full
   int take(std::size_t i) noexcept;      // ownership moves to the caller; -1 if absent
+  int at(std::size_t i) const noexcept { return i < count_ ? fds_[i] : -1; }  // still owned here
   std::size_t size() const noexcept { return count_; }
   void close_all() noexcept;
 
  private:
+  void close_one(int fd) noexcept;
+  FdReaper* reaper_;
   std::array<int, max_fds> fds_{};
   std::size_t count_ = 0;
 };
@@ -144,6 +154,34 @@ bool expected_size(std::uint32_t request, std::uint32_t& size) noexcept;
 inline constexpr int io_timeout_ms = 5000;
 // Reads one message and its fds (SCM_RIGHTS) and decodes it. Call it when the socket is readable.
 Result<Message> recv_message(int sock, FdSet& fds, int timeout_ms = io_timeout_ms);
+
+// One connection's next message, read as its bytes come: a peer that sends part of a message
+// and stops holds nothing but its own connection, and the thread serving it goes on serving
+// (other connections, a new frontend) while the rest is awaited. Control thread of the
+// connection.
+class MessageReader {
+ public:
+  explicit MessageReader(FdReaper* reaper = nullptr) noexcept : fds_(reaper) {}
+  // Reads what `sock` has (never waits) up to the end of one message. A message when it is
+  // complete (its fds in fds(), to be handled before the next read()); std::nullopt while
+  // bytes are missing; an error when the peer closed the connection, broke the protocol or
+  // sent fds beyond max_fds (the fds received are then closed).
+  Result<std::optional<Message>> read(int sock);
+  FdSet& fds() noexcept { return fds_; }
+  // Part of a message came and the rest has not: since when, and how much.
+  bool partial() const noexcept { return got_ > 0; }
+  std::chrono::steady_clock::time_point started() const noexcept { return started_; }
+  // "vhost-user GET_FEATURES: the peer sent 6 of 12 bytes and then nothing for 5000 ms".
+  std::string describe_partial(std::chrono::milliseconds waited) const;
+
+ private:
+  std::size_t wanted() const noexcept;
+  std::array<std::byte, sizeof(Header) + max_payload> buf_;
+  std::size_t got_ = 0;
+  std::chrono::steady_clock::time_point started_{};
+  FdSet fds_;
+};
+
 // Frontend side: reads the reply to `request` (REPLY flag, payload exactly `size` bytes, no fds).
 Result<Message> recv_reply(int sock, Request request, std::uint32_t size, int timeout_ms = io_timeout_ms);
 // Sends header + payload (header.size bytes) with `fds` attached.

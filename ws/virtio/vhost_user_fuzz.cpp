@@ -4,6 +4,7 @@
 // every refusal says why.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -47,12 +48,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     VhostBackend be(BackendOptions{.name = "fuzz", .queue_pairs = 2});
     while (size >= 3) {
       const std::size_t nfds = data[0] % 4;
+      const bool eventfds = (data[0] & 4) != 0;  // what kick/call/err take; regions take the memfd
       const std::size_t len = (data[1] | (std::size_t{data[2]} << 8)) % 300;
       data += 3;
       size -= 3;
       const std::size_t take = len < size ? len : size;
       vhost_user::FdSet fds;
-      for (std::size_t i = 0; i < nfds; ++i) fds.push(::dup(shared_memfd()));
+      for (std::size_t i = 0; i < nfds; ++i) fds.push(eventfds ? ::eventfd(0, EFD_CLOEXEC) : ::dup(shared_memfd()));
       auto msg = vhost_user::decode(std::span(reinterpret_cast<const std::byte*>(data), take), fds);
       data += take;
       size -= take;

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -119,6 +120,76 @@ TEST(VhostUserSocket, PassesFdsAndRefusesTooMany) {
   ::close(sv[1]);
 }
 
+// A message read as its bytes come: nothing is waited for, a part is kept, and the fds that came
+// with the first part stay with the message; the next message's bytes are left on the socket.
+TEST(VhostUserSocket, MessageReaderKeepsAPartialMessageAndNeverWaits) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  MessageReader reader;
+  auto none = reader.read(sv[1]);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+  EXPECT_FALSE(reader.partial());
+
+  const std::uint64_t ring = 1;
+  const auto kick = bytes_of(12, flag_version, 8, &ring, 8);
+  const int efd = ::eventfd(0, EFD_CLOEXEC);
+  // 5 bytes of the header with the fd, then nothing.
+  iovec iov{const_cast<std::byte*>(kick.data()), 5};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &efd, sizeof efd);
+  ASSERT_EQ(::sendmsg(sv[0], &mh, 0), 5);
+  auto part = reader.read(sv[1]);
+  ASSERT_TRUE(part) << part.error().message;
+  EXPECT_FALSE(part->has_value());
+  EXPECT_TRUE(reader.partial());
+  EXPECT_EQ(reader.describe_partial(std::chrono::milliseconds(5000)),
+            "vhost-user message header: the peer sent 5 of 12 bytes and then nothing for 5000 ms");
+  // The header's rest and 3 payload bytes: still partial, now named by its request.
+  ASSERT_EQ(::send(sv[0], kick.data() + 5, 10, 0), 10);
+  part = reader.read(sv[1]);
+  ASSERT_TRUE(part);
+  EXPECT_FALSE(part->has_value());
+  EXPECT_EQ(reader.describe_partial(std::chrono::milliseconds(1)),
+            "vhost-user SET_VRING_KICK: the peer sent 15 of 20 bytes and then nothing for 1 ms");
+  // The rest, and a whole GET_FEATURES behind it.
+  const auto get = bytes_of(1, flag_version, 0, nullptr, 0);
+  std::vector<std::byte> rest(kick.begin() + 15, kick.end());
+  rest.insert(rest.end(), get.begin(), get.end());
+  ASSERT_EQ(::send(sv[0], rest.data(), rest.size(), 0), static_cast<ssize_t>(rest.size()));
+  auto whole = reader.read(sv[1]);
+  ASSERT_TRUE(whole) << whole.error().message;
+  ASSERT_TRUE(whole->has_value());
+  EXPECT_EQ((*whole)->request(), Request::set_vring_kick);
+  EXPECT_EQ(reader.fds().size(), 1u);
+  EXPECT_FALSE(reader.partial());
+  reader.fds().close_all();
+  auto next = reader.read(sv[1]);
+  ASSERT_TRUE(next);
+  ASSERT_TRUE(next->has_value());
+  EXPECT_EQ((*next)->request(), Request::get_features);
+  EXPECT_EQ(reader.fds().size(), 0u);
+
+  // A payload larger than any request takes is refused at its header.
+  const auto huge = bytes_of(5, flag_version, 4096, nullptr, 0);
+  ASSERT_EQ(::send(sv[0], huge.data(), huge.size(), 0), 12);
+  auto refused = reader.read(sv[1]);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("payload 4096 bytes"), std::string::npos) << refused.error().message;
+  ::close(efd);
+  ::close(sv[0]);
+  ::close(sv[1]);
+}
+
 // The server's socket is there only once it listens: a peer that connects as soon as the file
 // appears is never refused. A stale socket is replaced; a file that is not a socket is an error.
 // The client side (connect_unix) reaches it, and says which path it could not reach.
@@ -212,7 +283,7 @@ class Backend : public ::testing::Test {
     const VringState st{index, num};
     return send(r, 0, &st, 8);
   }
-  int event_fd() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+  int event_fd() { return ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
 
   // DPDK 22.11 virtio_user's order (docs/vhost.md), split rings of 256 at fixed offsets.
   void negotiate_and_start(std::uint64_t features) {
@@ -333,6 +404,45 @@ TEST_F(Backend, RefusesBadMemoryTablesAndRingsOutsideThem) {
   auto k = send_u64(Request::set_vring_kick, 0, {event_fd()});
   ASSERT_FALSE(k);
   EXPECT_NE(k.error().message.find("not inside one mapped region"), std::string::npos) << k.error().message;
+}
+
+// Kick, call and err fds must be eventfds, region fds tmpfs or hugetlbfs files: anything else is
+// refused, naming the device, the message and what was expected, and closed.
+TEST_F(Backend, RefusesFdsOfTheWrongTypeNamingTheMessage) {
+  int p[2], sv[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ::close(p[0]);
+  ::close(sv[1]);
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const int dir = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct Case {
+    Request request;
+    int fd;
+    const char* what;
+  };
+  for (const Case& c : {Case{Request::set_vring_kick, p[1], "SET_VRING_KICK ring 1: the fd is 'pipe:["},
+                        Case{Request::set_vring_call, sv[0], "SET_VRING_CALL ring 1: the fd is 'socket:["},
+                        Case{Request::set_vring_err, null, "SET_VRING_ERR ring 1: the fd is '/dev/null'"},
+                        Case{Request::set_vring_kick, ::dup(fe.fd), "SET_VRING_KICK ring 1: the fd is '/memfd:"}}) {
+    auto r = send_u64(c.request, 1, {c.fd});
+    ASSERT_FALSE(r) << c.what;
+    EXPECT_EQ(r.error().message.rfind(std::string("net_vhost0: ") + c.what, 0), 0u) << r.error().message;
+    EXPECT_NE(r.error().message.find("expected an eventfd"), std::string::npos) << r.error().message;
+    EXPECT_FALSE(fd_open(c.fd)) << c.what;
+  }
+  MemTable t{};
+  t.count = 1;
+  t.regions[0] = {0x1000, 0x10000, fe.addr(0), 0};
+  for (const int fd : {dir, ::eventfd(0, EFD_CLOEXEC)}) {
+    auto r = send(Request::set_mem_table, 0, &t, 8 + 32, {fd});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message.rfind("net_vhost0: SET_MEM_TABLE region 0: the fd is '", 0), 0u) << r.error().message;
+    EXPECT_NE(r.error().message.find("expected a regular file on tmpfs or hugetlbfs"), std::string::npos);
+    EXPECT_FALSE(fd_open(fd));
+  }
+  EXPECT_EQ(be.memory().size(), 0u);
+  EXPECT_TRUE(listener.calls.empty()) << "a refused call fd never reached the notifier";
 }
 
 TEST_F(Backend, ReplyAckReportsFailureAndResetForgetsEverything) {

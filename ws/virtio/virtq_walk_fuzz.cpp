@@ -99,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ring.used = reinterpret_cast<std::uint16_t*>(a.host.get() + 2048 + 512);
     if (!check_split_ring(ring)) std::abort();
     SplitDevice<16> dev;
-    dev.init(ring, &mem, &health, indirect, event_idx, base);
+    dev.init(ring, &mem, &health, indirect, event_idx);  // resumes at the used index the input holds
     run(dev, health, a, b, false);
   }
   return 0;

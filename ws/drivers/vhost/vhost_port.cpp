@@ -7,8 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -95,7 +97,8 @@ class VhostPort final : public Port, public virtio::RingListener {
         backend_(virtio::BackendOptions{.name = name,
                                         .queue_pairs = o.queues,
                                         .features = offered(o.tso),
-                                        .max_mem_bytes = o.max_mem_mb << 20},
+                                        .max_mem_bytes = o.max_mem_mb << 20,
+                                        .reaper = &reaper_},
                  this) {
     mac_ = MacAddress{{0x56, 0x48, 0x4f, 0x53, 0x54, 0x00}};  // DPDK net_vhost's "VHOST" address
   }
@@ -111,6 +114,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   }
 
   Result<void> open() {
+    if (auto ok = reaper_.start(name()); !ok) return ok;
     auto notifier = virtio::Notifier::create(name(), 2u * queues_);
     if (!notifier) return std::unexpected(notifier.error());
     notifier_ = std::move(*notifier);
@@ -212,7 +216,15 @@ class VhostPort final : public Port, public virtio::RingListener {
 
   // ---- RingListener: control thread, inside VhostBackend::handle ----
   void ring_started(std::uint32_t r, bool fresh) override {
-    start_slot(slots_[r], backend_, r, fresh, {linear_, legacy_ol_, tx_offloads_.load(std::memory_order_relaxed)});
+    const SlotStart where =
+        start_slot(slots_[r], backend_, r, fresh, {linear_, legacy_ol_, tx_offloads_.load(std::memory_order_relaxed)});
+    // Once per ring start, in the connection's budget: a frontend can start rings as often as it
+    // likes, and these lines must not crowd out a broken ring's.
+    if (where.resynced())
+      log_.log(LogLevel::notice,
+               "{}: ring {} resumes at its used index {}, not at base {}: it ran on while its backend was away; "
+               "chains the last backend took and did not return are taken again",
+               name(), r, where.resumed, where.base);
   }
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];
@@ -238,6 +250,8 @@ class VhostPort final : public Port, public virtio::RingListener {
  private:
   void serve();
   void serve_connection(int conn);
+  // Handles one message of the connection; false when the connection must be closed.
+  bool handle_message(int conn, const virtio::vhost_user::Message& msg, virtio::vhost_user::FdSet& fds);
   int connect_client();
 
   std::string iface_;
@@ -246,6 +260,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   bool legacy_ol_;  // legacy-ol-flags=1
   std::uint16_t queues_;
   std::unique_ptr<RingSlot[]> slots_;
+  virtio::FdReaper reaper_;  // closes the frontend's fds; outlives backend_, which hands it fds
   virtio::VhostBackend backend_;
   std::unique_ptr<virtio::Notifier> notifier_;  // writes the frontend's call fds (set in open())
   // What a frontend can make us log, rate-limited: connections and refused messages, and broken
@@ -303,10 +318,24 @@ void VhostPort::serve() {
   ring_log_.flush(true);
 }
 
+// Serves one connection until it closes, misbehaves or the port stops. Poll-driven: a message
+// is read as its bytes come (MessageReader), so a frontend that sends part of one and stops
+// keeps us waiting for nothing. It has io_timeout_ms to finish; a new frontend that connects
+// meanwhile is served at once (this connection gives way to it), for a frontend that restarts
+// in the middle of a message is the one it was waiting for.
 void VhostPort::serve_connection(int conn) {
+  using Clock = std::chrono::steady_clock;
+  vu::MessageReader reader(&reaper_);
   while (!stop_.load(std::memory_order_acquire)) {
-    pollfd p{conn, POLLIN, 0};
-    const int r = ::poll(&p, 1, 100);
+    std::array<pollfd, 2> p{{{conn, POLLIN, 0}, {listen_fd_, POLLIN, 0}}};
+    const nfds_t watched = reader.partial() && listen_fd_ >= 0 ? 2 : 1;
+    int wait_ms = 100;
+    if (reader.partial()) {
+      const auto left = reader.started() + std::chrono::milliseconds(vu::io_timeout_ms) - Clock::now();
+      wait_ms = std::clamp(static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count()), 0, 100);
+    }
+    const int r = ::poll(p.data(), watched, wait_ms);
+    if (stop_.load(std::memory_order_acquire)) return;  // the destructor shut the sockets down
     log_.flush();
     ring_log_.flush();
     if (backend_.memory_lost()) {
@@ -317,40 +346,59 @@ void VhostPort::serve_connection(int conn) {
                name());
       return;
     }
-    if (r == 0) continue;
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 || (p.revents & POLLNVAL)) return;
-    vu::FdSet fds;
-    auto msg = vu::recv_message(conn, fds);
+    if (r < 0 && errno != EINTR) return;
+    if (r > 0 && (p[0].revents & POLLNVAL)) return;
+    if (reader.partial()) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - reader.started());
+      if (waited.count() >= vu::io_timeout_ms) {
+        log_.log(LogLevel::warning, "{}: {}; closing", name(), reader.describe_partial(waited));
+        return;
+      }
+      if (watched == 2 && (p[1].revents & POLLIN)) {
+        log_.log(LogLevel::warning, "{}: {}, and a new frontend connected; closing this one for it", name(),
+                 reader.describe_partial(waited));
+        return;
+      }
+    }
+    if (r <= 0 || !(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    auto msg = reader.read(conn);
     if (!msg) {
       if (msg.error().message.find("closed") == std::string::npos)
         log_.log(LogLevel::warning, "{}: {}; closing the connection", name(), msg.error().message);
       return;
     }
-    log(LogLevel::debug, "{}: vhost-user {} size {} payload {:#x}", name(), vu::request_name(msg->header.request),
-        msg->header.size, msg->header.size >= 8 ? msg->payload.u64 : 0);
-    vu::Message reply;
-    auto handled = backend_.handle(*msg, fds, reply);
-    if (!handled) {
-      log_.log(LogLevel::warning, "{}; closing the connection", handled.error().message);  // names the device
-      if (reply.header.size == 8) (void)vu::send_message(conn, reply);
-      return;
-    }
-    if (*handled) {
-      if (auto sent = vu::send_message(conn, reply); !sent) {
-        log_.log(LogLevel::warning, "{}: {}", name(), sent.error().message);
-        return;
-      }
-    }
-    for (std::uint32_t ring = 0; ring < 2u * queues_; ++ring)
-      slots_[ring].enabled.store(backend_.ring(ring).enabled, std::memory_order_relaxed);  // advisory, per burst
-    const bool ready = backend_.device_ready();
-    if (ready != ready_.load(std::memory_order_relaxed)) {
-      ready_.store(ready, std::memory_order_release);
-      log_.log(LogLevel::info, "{}: device {} ({} rings, features {:#x})", name(), ready ? "ready" : "not ready",
-          backend_.packed() ? "packed" : "split", backend_.features());
+    if (!msg->has_value()) continue;  // the rest of the message is still to come
+    if (!handle_message(conn, **msg, reader.fds())) return;
+  }
+}
+
+bool VhostPort::handle_message(int conn, const vu::Message& msg, vu::FdSet& fds) {
+  log(LogLevel::debug, "{}: vhost-user {} size {} payload {:#x}", name(), vu::request_name(msg.header.request),
+      msg.header.size, msg.header.size >= 8 ? msg.payload.u64 : 0);
+  // Our replies are a few bytes each: a socket buffer too full to take one means the frontend
+  // stopped reading long ago, so the send does not wait for room.
+  vu::Message reply;
+  auto handled = backend_.handle(msg, fds, reply);
+  if (!handled) {
+    log_.log(LogLevel::warning, "{}; closing the connection", handled.error().message);  // names the device
+    if (reply.header.size == 8) (void)vu::send_message(conn, reply, {}, 0);
+    return false;
+  }
+  if (*handled) {
+    if (auto sent = vu::send_message(conn, reply, {}, 0); !sent) {
+      log_.log(LogLevel::warning, "{}: {}", name(), sent.error().message);
+      return false;
     }
   }
+  for (std::uint32_t ring = 0; ring < 2u * queues_; ++ring)
+    slots_[ring].enabled.store(backend_.ring(ring).enabled, std::memory_order_relaxed);  // advisory, per burst
+  const bool ready = backend_.device_ready();
+  if (ready != ready_.load(std::memory_order_relaxed)) {
+    ready_.store(ready, std::memory_order_release);
+    log_.log(LogLevel::info, "{}: device {} ({} rings, features {:#x})", name(), ready ? "ready" : "not ready",
+             backend_.packed() ? "packed" : "split", backend_.features());
+  }
+  return true;
 }
 
 class VhostDriver final : public Driver {

@@ -46,10 +46,19 @@ DequeueFn pick_dequeue(bool in_order, HdrIn in, bool linear) noexcept {
   return pick_dequeue<Packed, false>(in, linear);
 }
 
+// Where a ring started, as the caller logs it: a split ring resumes at the used index it holds,
+// which differs from the frontend's base only when the ring ran on without us (see
+// SplitDevice::init); a packed ring starts at its base.
+struct SlotStart {
+  std::uint16_t base = 0;     // what SET_VRING_BASE sent
+  std::uint16_t resumed = 0;  // split: next avail entry taken and next used entry written
+  bool resynced() const noexcept { return resumed != base; }
+};
+
 // Control path, slot stopped: sets `s` up for ring `r` of `be` (started there) and opens it to
 // the lcores. `fresh` (the first start since the device was reset) clears a broken state: a
 // ring a frontend broke stays broken across its kicks.
-inline void start_slot(RingSlot& s, const virtio::VhostBackend& be, std::uint32_t r, bool fresh,
+inline SlotStart start_slot(RingSlot& s, const virtio::VhostBackend& be, std::uint32_t r, bool fresh,
                        const SlotOptions& o) noexcept {
   if (fresh) {
     s.health.reset();
@@ -69,6 +78,7 @@ inline void start_slot(RingSlot& s, const virtio::VhostBackend& be, std::uint32_
                                                             : HdrIn::compliant;
   const bool ol_out = s.offload.any() || o.tx_offloads != 0;
   const bool in_order = virtio::has(f, virtio::feature::in_order);
+  SlotStart where{v.base, v.base};
   if (be.packed()) {
     s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
                    reinterpret_cast<virtio::EventSuppress*>(v.used)},
@@ -77,14 +87,15 @@ inline void start_slot(RingSlot& s, const virtio::VhostBackend& be, std::uint32_
     s.dequeue = pick_dequeue<true>(in_order, in, o.linear);
     s.enqueue = pick_enqueue<true>(mrg, ol_out);
   } else {
-    s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc), reinterpret_cast<std::uint16_t*>(v.avail),
-                  reinterpret_cast<std::uint16_t*>(v.used)},
-                 &be.memory(), &s.health, indirect, event_idx, v.base);
+    where.resumed = s.split.init({v.num, reinterpret_cast<virtio::SplitDesc*>(v.desc),
+                                  reinterpret_cast<std::uint16_t*>(v.avail), reinterpret_cast<std::uint16_t*>(v.used)},
+                                 &be.memory(), &s.health, indirect, event_idx);
     s.split.suppress_kicks(true);
     s.dequeue = pick_dequeue<false>(in_order, in, o.linear);
     s.enqueue = pick_enqueue<false>(mrg, ol_out);
   }
   s.start();  // release: the engine and function pointers before an lcore enters
+  return where;
 }
 
 // GET_VRING_BASE's answer for a stopped slot: the next avail index (packed: bit 15 the wrap).
