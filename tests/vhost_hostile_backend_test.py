@@ -68,6 +68,7 @@ class Ring:
         self.last_avail = 0
         self.used_idx = 0
         self.avail_wrap = self.used_wrap = True
+        self.pending = []  # packed: (offset, flags) of used descriptors written but for their flags
 
 
 class Backend:
@@ -314,12 +315,12 @@ class Backend:
         return out
 
     def push_used(self, ring, ident, length, descs=1, write=False):
-        """Returns a chain. Packed: one used descriptor, its flags stored last, then the chain's
-        descriptors skipped (§2.8.7)."""
+        """Returns a chain, seen by the driver at publish_used(). Packed: one used descriptor, then
+        the chain's descriptors skipped (§2.8.7)."""
         if self.packed:
             at = ring.addr[0] + 16 * ring.used_idx
             struct.pack_into("<IH", self.mem, at + 8, length, ident)
-            self.h[(at + 14) // 2] = (F_AVAIL | F_USED if ring.used_wrap else 0) | (F_WRITE if write else 0)
+            ring.pending.append((at, (F_AVAIL | F_USED if ring.used_wrap else 0) | (F_WRITE if write else 0)))
             ring.used_idx += descs
             if ring.used_idx >= ring.num:
                 ring.used_idx -= ring.num
@@ -330,8 +331,15 @@ class Backend:
         ring.used_idx = (ring.used_idx + 1) & 0xffff
 
     def publish_used(self, ring):
+        """Makes the batch visible at once: split, the used index; packed, the first descriptor's
+        flags stored last, as a device batches (the driver reads on from its used position only
+        once that one is used), so that the driver takes the whole batch in one pass."""
         if not self.packed:
             self.h[(ring.addr[2] + 2) // 2] = ring.used_idx  # one 16-bit store (see vp.store16)
+            return
+        for at, flags in reversed(ring.pending):
+            self.h[(at + 14) // 2] = flags
+        ring.pending = []
 
     def take_tx(self, ring, budget=64):
         heads = self.pop(ring, budget)
