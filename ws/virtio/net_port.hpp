@@ -101,7 +101,7 @@ class VirtioNetPort : public Port {
     for (std::uint32_t r = 0; r < queues.size(); ++r) {
       RingMemory& m = *rings_[r];
       std::memset(m.base, 0, m.bytes);  // a restart begins from index 0
-      queues[r]->health.reset();
+      reset_health(*queues[r]);
       queues[r]->init(m.area, has(features_, feature::event_idx));
     }
     for (auto& q : rxq_) q->fill();
@@ -120,6 +120,7 @@ class VirtioNetPort : public Port {
   // completed, which were counted sent when the ring took them (a txonly run on a QEMU
   // virtio-net NIC lost its last burst that way, every frame counted and 32 never on the wire).
   void do_stop() override {
+    (void)rings_healthy();  // a ring broken since the last look is logged before the stop resets it
     if (const std::uint64_t held = wait_for_tx(tx_stop_timeout); held != 0)
       log(LogLevel::notice, "{}: the device did not send {} TX packets within {} ms of the stop; they are dropped "
           "(tx_q<N>_reset_dropped, oerrors)", name(), held, tx_stop_timeout.count());
@@ -190,6 +191,19 @@ class VirtioNetPort : public Port {
   }
   bool packed() const { return has(features_, feature::ring_packed); }
 
+  // Whether no ring was broken by the device. A broken ring takes no more work from it until the
+  // port restarts: the port is down (link()), and the first look that finds a ring broken logs it,
+  // once per break. Control path, any thread (link monitor, prompt, stop): the health is atomic
+  // and each ring's log flag is claimed by an exchange.
+  bool rings_healthy() const {
+    bool healthy = true;
+    for (std::size_t q = 0; q < rxq_.size(); ++q) {
+      healthy = ring_healthy(*rxq_[q], "RX", q) && healthy;
+      healthy = ring_healthy(*txq_[q], "TX", q) && healthy;
+    }
+    return healthy;
+  }
+
   // How long a stop waits for the device to complete the TX chains it holds: a device that
   // never completes them (a backend gone, a hung NIC) must not hold the stop for long.
   static constexpr std::chrono::milliseconds tx_stop_timeout{200};
@@ -219,6 +233,7 @@ class VirtioNetPort : public Port {
   // engine is back at index 0 with both wrap counters 1, and RX is refilled. Returns the TX
   // packets dropped.
   std::uint64_t reset_rings() {
+    (void)rings_healthy();  // what the old device broke is logged before the reset forgets it
     const std::vector<QueueCommon*> queues = ring_queues();
     for (QueueCommon* q : queues) q->gate.close();
     std::uint64_t tx_dropped = 0;
@@ -229,7 +244,7 @@ class VirtioNetPort : public Port {
       if (r % 2 == 1) tx_dropped += dropped;
       RingMemory& m = *rings_[r];
       std::memset(m.base, 0, m.bytes);
-      q.health.reset();  // a ring the old device broke works again with the new one
+      reset_health(q);  // a ring the old device broke works again with the new one
       q.init(m.area, has(features_, feature::event_idx));
     }
     for (auto& q : rxq_) q->fill();
@@ -248,6 +263,20 @@ class VirtioNetPort : public Port {
   std::vector<QueueVariant<TxCommon>> txq_;
 
  private:
+  bool ring_healthy(const QueueCommon& c, const char* dir, std::size_t q) const {
+    if (!c.health.broken()) return true;
+    // relaxed: only which thread logs is decided here; the error it logs was published by
+    // broken()'s acquire above.
+    if (!c.broken_logged.exchange(true, std::memory_order_relaxed))
+      log(LogLevel::warning, "{}: {} queue {} was broken by the device: {}; the port is down until it restarts", name(),
+          dir, q, queue_error_detail(c.health.first_error(), c.health.first_detail()));
+    return false;
+  }
+  static void reset_health(QueueCommon& c) {
+    c.health.reset();
+    c.broken_logged.store(false, std::memory_order_relaxed);
+  }
+
   // One block per ring, 4 KiB aligned (within one huge page in pa mode: physically contiguous).
   Result<RingMemory*> ring_memory(std::uint32_t r) {
     if (rings_.size() <= r) rings_.resize(r + 1);

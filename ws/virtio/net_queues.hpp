@@ -8,6 +8,7 @@
 // buffer and how a queue notifies the device (the Transport parameter, see VhostUserHotPath and
 // PciHotPath).
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -70,6 +71,9 @@ struct QueueCommon : QueueBase {
   BurstGate gate;
   // Packets dropped by ring resets (a packed ring given to a new backend); control path only.
   Counter reset_dropped;
+  // Whether the broken state of `health` was logged: once per break, whichever control thread
+  // (link monitor, prompt, stop) sees it first. Cleared with health.reset().
+  mutable std::atomic<bool> broken_logged{false};
 };
 
 struct alignas(cache_line_bytes) RxCommon : QueueCommon {
@@ -90,11 +94,15 @@ struct VirtioRx final : RxCommon {
   // Buffers the ring may miss before a burst with packets reposts them (see receive): a
   // quarter of a split ring, none of a packed one.
   std::uint32_t refill_owed = 0;
+  // The most buffers one mergeable packet can take: the device holds them all before it writes
+  // num_buffers, so no more than the ring has.
+  std::uint32_t max_buffers = 0;
 
   void init(const RingArea& area, bool event_idx) override {
     engine.init(area, &health, event_idx);
     engine.suppress_interrupts(true);  // we poll
     refill_owed = Packed ? 0 : area.size / 4;
+    max_buffers = area.size;
   }
   std::uint32_t fill() override { return refill(0xffff); }
   std::uint32_t release_mbufs() override {
@@ -205,9 +213,12 @@ struct VirtioRx final : RxCommon {
         if constexpr (Mergeable) {
           std::uint16_t num_buffers;
           std::memcpy(&num_buffers, m->buf_addr + off + offsetof(NetHdr, num_buffers), sizeof num_buffers);
-          if (num_buffers == 0) [[unlikely]] {
+          // Zero is no packet; more than the ring holds never completes, and collecting it
+          // would keep every buffer the ring gets from then on, which other ports' traffic
+          // needs from the same pool.
+          if (num_buffers == 0 || num_buffers > max_buffers) [[unlikely]] {
             counters.errors.add(1);
-            health.report(QueueError::used_bad_length, 0);
+            health.report(QueueError::used_bad_num_buffers, num_buffers);
             mbuf_free(m);
             continue;
           }

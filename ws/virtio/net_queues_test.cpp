@@ -3,9 +3,10 @@
 // packet comes out with the header stripped and its buffer is reposted (split rings: when a poll
 // finds nothing, or once a quarter of the ring is missing); a length beyond the buffer posted (a
 // device that wrote past what it was given) is counted, stops the queue, and every mbuf goes
-// home. TX: completed chains make room for a burst that needs more descriptors than are free,
-// and after a burst is published, for the next one; a header pushed into the headroom zeroes
-// num_buffers unless told to keep it.
+// home; so does a mergeable packet of zero buffers or of more than the ring holds. TX: completed
+// chains make room for a burst that needs more descriptors than are free, and after a burst is
+// published, for the next one; a header pushed into the headroom zeroes num_buffers unless told
+// to keep it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -124,6 +125,85 @@ TEST_F(RxAgainstUsedRing, LengthShorterThanTheHeaderStopsTheQueue) {
   EXPECT_EQ(rx_.rx_burst(pkts, 8), 0);
   EXPECT_EQ(rx_.health.first_error(), QueueError::used_bad_length);
   EXPECT_EQ(queue_error_name(rx_.health.first_error()), "used_bad_length");
+  rx_.release_mbufs();
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// MRG_RXBUF: the device says in the first buffer's header how many buffers the packet took.
+class MergeableRxAgainstUsedRing : public QueueAgainstRing {
+ protected:
+  void SetUp() override {
+    QueueAgainstRing::SetUp();
+    if (HasFatalFailure()) return;
+    rx_.pool = pool_.get();
+    rx_.init(area_, false);
+    ASSERT_EQ(rx_.fill(), n);
+  }
+  // The device: the next posted buffer, `len` bytes, its header saying `num_buffers`.
+  void device_returns(std::uint32_t len, std::uint16_t num_buffers) {
+    const std::uint16_t head = ring_.avail_ring()[used_ % n];
+    const auto* d = &ring_.desc[head];
+    std::uint8_t* hdr = reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(d->addr));
+    std::memcpy(hdr + offsetof(NetHdr, num_buffers), &num_buffers, sizeof num_buffers);
+    ring_.used_ring()[used_ % n] = {head, len};
+    ++used_;
+    __atomic_store_n(ring_.used_idx(), used_, __ATOMIC_RELEASE);
+  }
+
+  VirtioRx<TestHotPath, false, false, true, false> rx_;
+};
+
+TEST_F(MergeableRxAgainstUsedRing, APacketOfThreeBuffersComesOutChained) {
+  device_returns(net_hdr_bytes + 100, 3);
+  device_returns(200, 0);  // later buffers' headers are packet data: not read
+  device_returns(300, 0);
+  Mbuf* pkts[8];
+  ASSERT_EQ(rx_.rx_burst(pkts, 8), 1);
+  EXPECT_EQ(pkts[0]->nb_segs, 3);
+  EXPECT_EQ(pkts[0]->pkt_len, 600u);
+  mbuf_free(pkts[0]);
+  EXPECT_FALSE(rx_.health.broken());
+  rx_.release_mbufs();
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+TEST_F(MergeableRxAgainstUsedRing, ZeroBuffersStopsTheQueue) {
+  device_returns(net_hdr_bytes + 60, 0);
+  Mbuf* pkts[8];
+  EXPECT_EQ(rx_.rx_burst(pkts, 8), 0);
+  EXPECT_TRUE(rx_.health.broken());
+  EXPECT_EQ(rx_.health.first_error(), QueueError::used_bad_num_buffers);
+  EXPECT_EQ(rx_.counters.errors.read(), 1u);
+  rx_.release_mbufs();
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+// A packet of more buffers than the ring holds can never be whole: collecting it would keep
+// every buffer the ring is given from then on, and the pool runs dry for every other port.
+TEST_F(MergeableRxAgainstUsedRing, MoreBuffersThanTheRingHoldsStopsTheQueue) {
+  device_returns(net_hdr_bytes + 60, 65535);
+  for (std::uint32_t i = 1; i < n; ++i) device_returns(100, 1);
+  Mbuf* pkts[32];
+  EXPECT_EQ(rx_.rx_burst(pkts, 32), 31) << "the buffers after the bad one are packets of their own";
+  for (std::uint16_t i = 0; i < 31; ++i) mbuf_free(pkts[i]);
+  EXPECT_TRUE(rx_.health.broken());
+  EXPECT_EQ(rx_.health.first_error(), QueueError::used_bad_num_buffers);
+  EXPECT_EQ(queue_error_detail(rx_.health.first_error(), rx_.health.first_detail()),
+            "used_bad_num_buffers (num_buffers 65535)");
+  EXPECT_EQ(rx_.rx_burst(pkts, 32), 0) << "a stopped queue takes nothing more from the device";
+  rx_.release_mbufs();
+  EXPECT_EQ(pool_->in_use(), 0u);
+}
+
+TEST_F(MergeableRxAgainstUsedRing, AsManyBuffersAsTheRingHoldsIsAPacket) {
+  device_returns(net_hdr_bytes + 60, n);
+  for (std::uint32_t i = 1; i < n; ++i) device_returns(100, 0);
+  Mbuf* pkts[64];
+  ASSERT_EQ(rx_.rx_burst(pkts, 64), 1);
+  EXPECT_EQ(pkts[0]->nb_segs, n);
+  EXPECT_EQ(pkts[0]->pkt_len, 60u + 100u * (n - 1));
+  mbuf_free(pkts[0]);
+  EXPECT_FALSE(rx_.health.broken());
   rx_.release_mbufs();
   EXPECT_EQ(pool_->in_use(), 0u);
 }

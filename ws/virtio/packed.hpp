@@ -579,7 +579,7 @@ class PackedDriver {
         // rereading the ring.
         const auto cur = static_cast<std::uint16_t>(w.used);
         if (w.ids[cur].chain_len == 0) [[unlikely]] {
-          health_->report(QueueError::used_bad_id);
+          health_->report(QueueError::used_bad_id, cur);
           batch_id = -1;
           break;
         }
@@ -658,7 +658,7 @@ class PackedDriver {
     id = detail::load_once(&p->id);
     if (want_len) len = detail::load_once(&p->len);
     if (id >= w.size || w.ids[id].chain_len == 0) [[unlikely]] {
-      health_->report(QueueError::used_bad_id);
+      health_->report(QueueError::used_bad_id, id);
       return false;
     }
     return true;

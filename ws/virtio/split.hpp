@@ -425,7 +425,7 @@ class SplitDriver {
       const UsedElem* e = &used_ring[last_used & mask];
       const std::uint32_t id = detail::load_once(&e->id);
       if (id >= size || chain_len[id] == 0) [[unlikely]] {
-        health_->report(QueueError::used_bad_id);
+        health_->report(QueueError::used_bad_id, id);
         break;
       }
       cookies[k] = cookie_[id];

@@ -29,6 +29,7 @@ std::string_view queue_error_name(QueueError e) noexcept {
     case QueueError::used_bad_id: return "used_bad_id";
     case QueueError::used_index_jump: return "used_index_jump";
     case QueueError::used_bad_length: return "used_bad_length";
+    case QueueError::used_bad_num_buffers: return "used_bad_num_buffers";
     case QueueError::count_: break;
   }
   return "unknown";
@@ -39,6 +40,9 @@ std::string queue_error_detail(QueueError e, std::uint32_t detail) {
   switch (e) {
     case QueueError::avail_index_jump: return fmt::format("{} (avail idx {} with {} taken)", queue_error_name(e), seen, taken);
     case QueueError::used_index_jump: return fmt::format("{} (used idx {} with {} reclaimed)", queue_error_name(e), seen, taken);
+    case QueueError::used_bad_id: return fmt::format("{} (id {})", queue_error_name(e), detail);
+    case QueueError::used_bad_length: return fmt::format("{} (length {})", queue_error_name(e), detail);
+    case QueueError::used_bad_num_buffers: return fmt::format("{} (num_buffers {})", queue_error_name(e), detail);
     default: return std::string(queue_error_name(e));
   }
 }

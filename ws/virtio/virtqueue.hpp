@@ -65,8 +65,10 @@ enum class QueueError : std::uint8_t {
                          // (the driver made a slot we hold available again)
   used_bad_id,           // driver side: device returned an id we never posted
   used_index_jump,       // driver side: used idx moved by more than was outstanding
-  used_bad_length,       // driver side: an RX length beyond the buffer posted, shorter than the
-                         // virtio-net header, or a mergeable packet of zero buffers
+  used_bad_length,       // driver side: an RX length beyond the buffer posted, or shorter than the
+                         // virtio-net header
+  used_bad_num_buffers,  // driver side: a mergeable packet of zero buffers, or of more than the
+                         // ring holds (it could never be whole, and would hoard our mbufs)
   count_
 };
 inline constexpr std::size_t queue_error_count = static_cast<std::size_t>(QueueError::count_);

@@ -68,10 +68,12 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
     (void)t_->reset(reset_timeout);
   }
 
+  // Down too once the device broke a ring: the port no longer passes traffic that way.
   LinkStatus link() const override {
-    if (!has(features_, feature::status)) return {started(), speed_, true};
+    if (!started() || !rings_healthy()) return {false, speed_, true};
+    if (!has(features_, feature::status)) return {true, speed_, true};
     auto s = t_->read_device_config16(6);  // struct virtio_net_config.status (§5.1.4)
-    return {started() && s && (*s & 1) != 0, speed_, true};
+    return {s && (*s & 1) != 0, speed_, true};
   }
 
  protected:

@@ -92,10 +92,11 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
     return {};
   }
   // Down once the backend has gone, as DPDK's virtio_user: server mode knows it from the
-  // monitor, client mode asks the socket (nothing else reads it while the port runs).
+  // monitor, client mode asks the socket (nothing else reads it while the port runs). Down too
+  // once the backend broke a ring: the port no longer passes traffic that way.
   LinkStatus link() const override {
-    const bool up = started() && (frontend_.server() ? backend_up_.load(std::memory_order_acquire)
-                                                     : !frontend_.backend_closed());
+    const bool up = started() && rings_healthy() &&
+                    (frontend_.server() ? backend_up_.load(std::memory_order_acquire) : !frontend_.backend_closed());
     return {up, o_.speed_mbps, true};
   }
 
