@@ -176,6 +176,8 @@ Result<void> Testpmd::configure_ports() {
       return std::unexpected(ok.error());
     }
     std::printf("Port %u: %s\n", p->id(), p->mac().to_string().c_str());
+    link_at_start_.resize(p->id() + 1u, false);
+    link_at_start_[p->id()] = p->link().up;
   }
   // --display-xstats: as dpdk-testpmd, names a port lacks are reported once and then skipped.
   for (auto& p : ports_) {
@@ -373,11 +375,10 @@ void Testpmd::start_link_monitor() {
     for (unsigned cpu : l.cpus) spare.erase(std::remove(spare.begin(), spare.end(), cpu), spare.end());
   link_monitor_ = std::thread([this, spare] {
     if (!spare.empty()) (void)pin_current_thread(spare);
-    std::vector<bool> up;
-    {
-      std::lock_guard lock(control_mutex_);
-      for (const auto& p : ports_) up.push_back(p->link().up);
-    }
+    // From the links as each port started, not as they are now: a peer that brought a link up
+    // before this thread ran (a vhost-user frontend connecting at once) is an event, as DPDK's
+    // interrupt reports it.
+    std::vector<bool> up = link_at_start_;
     while (!link_monitor_stop_.load(std::memory_order_relaxed)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       std::vector<std::size_t> changed;

@@ -190,6 +190,7 @@ class Testpmd {
   std::vector<std::unique_ptr<Port>> verbose_ports_;  // per port: printing proxies (verbose > 0)
   std::vector<std::unique_ptr<Port>> rx_taps_;     // per port: capture proxies
   std::mutex control_mutex_;
+  std::vector<bool> link_at_start_;  // per port: link up right after start-up started it
   std::thread link_monitor_;
   std::atomic<bool> link_monitor_stop_{false};
 };
