@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ws/core/log.hpp"
+#include "ws/virtio/driver_keys.hpp"
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/net_port.hpp"
 #include "ws/virtio/pci_transport.hpp"
@@ -23,17 +24,16 @@ using virtio::has;
 namespace feature = virtio::feature;
 
 constexpr std::array virtio_pci_params = {
-    ParamSpec{"packed_vq", "bool", "1", "use packed rings (virtio 1.2 §2.8) if the device offers them"},
-    ParamSpec{"in_order", "bool", "1", "negotiate IN_ORDER if the device offers it"},
-    ParamSpec{"mrg_rxbuf", "bool", "1", "negotiate MRG_RXBUF if the device offers it"},
-    ParamSpec{"event_idx", "bool", "1", "negotiate EVENT_IDX if the device offers it (notifications by index)"},
-    ParamSpec{"csum", "bool", "0", "negotiate CSUM/GUEST_CSUM: TX checksum requests and RX checksum state in the header"},
-    ParamSpec{"tso", "bool", "0", "negotiate HOST_TSO4/6 and GUEST_TSO4/6 (with csum=1)"},
+    virtio::keys::packed_vq_on,
+    virtio::keys::in_order,
+    virtio::keys::mrg_rxbuf,
+    virtio::keys::event_idx,
+    virtio::keys::csum,
+    virtio::keys::tso,
     ParamSpec{"queue_size", "uint", "0", "descriptors per ring, up to what the device takes (0: its maximum)"},
     // DPDK 22.11 net_virtio keys.
-    ParamSpec{"speed", "uint", "10000", "link speed in Mbps reported by link status"},
-    ParamSpec{"vectorized", "bool", "0",
-              "accepted for DPDK compatibility: every ring variant here is the one batched path"},
+    virtio::keys::speed,
+    virtio::keys::vectorized,
 };
 constexpr std::array virtio_pci_ids = {pci::Id{0x1af4, 0x1041}, pci::Id{0x1af4, 0x1000}};
 
@@ -41,9 +41,8 @@ constexpr std::chrono::milliseconds reset_timeout{1000};
 constexpr std::uint16_t ctrl_mq_class = 4, ctrl_mq_pairs_set = 0;  // §5.1.6.5.5
 constexpr std::uint8_t ctrl_ok = 0;
 
-struct Options : virtio::DriverChoices {
+struct Options : virtio::DriverKeys {
   std::uint32_t queue_size = 0;
-  std::uint32_t speed_mbps = 10000;
 };
 
 std::uint64_t wanted_features(const Options& o) {
@@ -187,29 +186,13 @@ class VirtioPciDriver final : public Driver {
 };
 
 Result<Options> parse_options(const DevArgs& args) {
-  Options o;
-  auto packed = args.get_bool("packed_vq", true);
-  auto in_order = args.get_bool("in_order", true);
-  auto mrg = args.get_bool("mrg_rxbuf", true);
-  auto event_idx = args.get_bool("event_idx", true);
-  auto csum = args.get_bool("csum", false);
-  auto tso = args.get_bool("tso", false);
-  auto vectorized = args.get_bool("vectorized", false);
-  for (const auto* b : {&packed, &in_order, &mrg, &event_idx, &csum, &tso, &vectorized})
-    if (!*b) return std::unexpected(b->error());
+  auto shared = virtio::parse_driver_keys(args, true);
+  if (!shared) return std::unexpected(shared.error());
   auto size = args.get_uint("queue_size", 0, 0, 32768);
   if (!size) return std::unexpected(size.error());
-  auto speed = args.get_uint("speed", 10000, 0, UINT32_MAX);
-  if (!speed) return std::unexpected(speed.error());
-  o.packed = *packed;
-  o.in_order = *in_order;
-  o.mrg = *mrg;
-  o.event_idx = *event_idx;
-  o.csum = *csum;
-  o.tso = *tso;
+  Options o;
+  static_cast<virtio::DriverKeys&>(o) = *shared;
   o.queue_size = static_cast<std::uint32_t>(*size);
-  o.speed_mbps = static_cast<std::uint32_t>(*speed);
-  if (o.tso && !o.csum) return fail("device '{}': key 'tso' needs csum=1 (virtio 1.2 §5.1.3.1)", args.name());
   return o;
 }
 

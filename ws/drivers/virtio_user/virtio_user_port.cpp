@@ -17,6 +17,7 @@
 #include "ws/core/log.hpp"
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/net_port.hpp"
+#include "ws/virtio/driver_keys.hpp"
 #include "ws/virtio/vhost_frontend.hpp"
 
 namespace ws {
@@ -30,13 +31,13 @@ constexpr std::array virtio_user_params = {
     ParamSpec{"path", "path", "", "vhost-user socket path (required)"},
     ParamSpec{"queues", "uint", "1", "queue pairs, 1..8"},
     ParamSpec{"queue_size", "uint", "256", "descriptors per ring (split: a power of two), 32..4096"},
-    ParamSpec{"packed_vq", "bool", "0", "use packed rings (virtio 1.2 §2.8) if the backend offers them"},
-    ParamSpec{"in_order", "bool", "1", "negotiate IN_ORDER if the backend offers it"},
-    ParamSpec{"mrg_rxbuf", "bool", "1", "negotiate MRG_RXBUF if the backend offers it"},
+    virtio::keys::packed_vq_off,
+    virtio::keys::in_order,
+    virtio::keys::mrg_rxbuf,
     ParamSpec{"server", "bool", "0", "listen on path and wait (30 s) for the backend to connect"},
-    ParamSpec{"event_idx", "bool", "1", "negotiate EVENT_IDX if the backend offers it (notifications by index)"},
-    ParamSpec{"csum", "bool", "0", "negotiate CSUM/GUEST_CSUM: TX checksum requests and RX checksum state in the header"},
-    ParamSpec{"tso", "bool", "0", "negotiate HOST_TSO4/6 and GUEST_TSO4/6 (with csum=1): TCP segmentation in the header"},
+    virtio::keys::event_idx,
+    virtio::keys::csum,
+    virtio::keys::tso,
     ParamSpec{"keep_num_buffers", "bool", "0",
               "TX leaves num_buffers in the header as RX left it, as DPDK's driver does, instead of zeroing it "
               "(virtio 1.2 §5.1.6.2.1); spares DPDK's vhost a store per packet with split rings and mrg_rxbuf=1"},
@@ -45,29 +46,23 @@ constexpr std::array virtio_user_params = {
     ParamSpec{"cq", "bool", "0",
               "accepted for DPDK compatibility: DPDK emulates a control queue in the frontend only to enable queue "
               "pairs; we enable every pair directly (SET_VRING_ENABLE), so queues>1 works with cq=0 too"},
-    ParamSpec{"speed", "uint", "10000",
-              "link speed in Mbps reported by link status (DPDK's values: 10000 20000 25000 40000 50000 56000 "
-              "100000 200000)"},
-    ParamSpec{"vectorized", "bool", "0",
-              "accepted for DPDK compatibility: there is no separate vector path here; every ring variant is the "
-              "one batched path"},
+    virtio::keys::speed,
+    virtio::keys::vectorized,
     ParamSpec{"iface", "string", "",
               "refused: DPDK's vhost-kernel tap name; this driver speaks vhost-user only (path= a unix socket)"},
 };
 
-// DPDK's accepted link speeds for speed= (virtio_dev_speed_capa_get), in Mbps.
 constexpr std::array<std::uint32_t, 8> dpdk_link_speeds = {10000, 20000, 25000, 40000, 50000, 56000, 100000, 200000};
 
 constexpr std::array<std::string_view, 1> virtio_user_aliases = {"virtio_user"};  // DPDK's RTE_PMD_REGISTER_ALIAS
 
-struct Options : virtio::DriverChoices {
+struct Options : virtio::DriverKeys {
   std::string path;
   std::uint16_t queues = 1;
   std::uint32_t queue_size = 256;
   bool server = false;
   bool keep_num_buffers = false;
   MacAddress mac{{0x02, 0x56, 0x49, 0x52, 0x54, 0x00}};
-  std::uint32_t speed_mbps = 10000;
 };
 
 // The features we take when the backend offers them.
@@ -185,17 +180,13 @@ class VirtioUserDriver final : public Driver {
     if (!queues) return std::unexpected(queues.error());
     auto size = args.get_uint("queue_size", 256, 32, 4096);
     if (!size) return std::unexpected(size.error());
-    auto packed = args.get_bool("packed_vq", false);
-    auto in_order = args.get_bool("in_order", true);
-    auto mrg = args.get_bool("mrg_rxbuf", true);
+    auto shared = virtio::parse_driver_keys(args, false);
+    if (!shared) return std::unexpected(shared.error());
+    static_cast<virtio::DriverKeys&>(o) = *shared;
     auto server = args.get_bool("server", false);
-    auto csum = args.get_bool("csum", false);
-    auto tso = args.get_bool("tso", false);
-    auto event_idx = args.get_bool("event_idx", true);
-    auto cq = args.get_bool("cq", false);                  // see the param help: nothing to do
-    auto vectorized = args.get_bool("vectorized", false);  // likewise
+    auto cq = args.get_bool("cq", false);  // see the param help: nothing to do
     auto keep_num_buffers = args.get_bool("keep_num_buffers", false);
-    for (const auto* b : {&packed, &in_order, &mrg, &server, &csum, &tso, &event_idx, &cq, &vectorized, &keep_num_buffers})
+    for (const auto* b : {&server, &cq, &keep_num_buffers})
       if (!*b) return std::unexpected(b->error());
     if (auto iface = args.get("iface"))
       return fail("device '{}': key 'iface' value '{}': a vhost-kernel tap name, and this driver speaks vhost-user "
@@ -212,26 +203,13 @@ class VirtioUserDriver final : public Driver {
                     *text, mac.error().message);
       o.mac = *mac;
     }
-    auto speed = args.get_uint("speed", 10000, 0, UINT32_MAX);
-    if (!speed) return std::unexpected(speed.error());
-    if (std::find(dpdk_link_speeds.begin(), dpdk_link_speeds.end(), *speed) == dpdk_link_speeds.end())
-      return fail("device '{}': key 'speed' value {}: expected a link speed in Mbps that DPDK accepts: {}", args.name(),
-                  *speed, fmt::join(dpdk_link_speeds, ", "));
-    o.speed_mbps = static_cast<std::uint32_t>(*speed);
-    if (!*packed && !std::has_single_bit(*size))
+    if (!o.packed && !std::has_single_bit(*size))
       return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), *size);
     if (env.arena == nullptr) return fail("device '{}': needs the application's shared arena", args.name());
     o.queues = static_cast<std::uint16_t>(*queues);
     o.queue_size = static_cast<std::uint32_t>(*size);
-    o.packed = *packed;
-    o.in_order = *in_order;
-    o.mrg = *mrg;
     o.server = *server;
-    o.csum = *csum;
-    o.tso = *tso;
-    o.event_idx = *event_idx;
     o.keep_num_buffers = *keep_num_buffers;
-    if (o.tso && !o.csum) return fail("device '{}': key 'tso' needs csum=1 (virtio 1.2 §5.1.3.1)", args.name());
     auto port = std::make_unique<VirtioUserPort>(args.name(), std::move(o), *env.arena);
     if (auto ok = port->connect(); !ok) return std::unexpected(ok.error());
     return port;
