@@ -7,6 +7,7 @@
 #include "ws/core/lcore.hpp"
 #include "ws/core/log.hpp"
 #include "ws/drivers/builtin.hpp"
+#include "ws/pci/device.hpp"
 
 namespace ws {
 namespace {
@@ -45,6 +46,13 @@ void apply_log_options(const EalOptions& options) {
   if (options.syslog_facility >= 0) set_log_syslog(options.syslog_facility);
   if (options.version) log_line(LogLevel::info, "EAL: RTE Version: 'wirespeed " WS_VERSION_STRING "'");
 }
+
+struct Eal::PciPort {
+  pci::Device device;
+  std::string devargs;  // "0000:00:04.0[,key=value...]"
+};
+
+Eal::Eal(EalOptions options) : options_(std::move(options)) {}
 
 Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_bytes, std::string_view memory_for) {
   apply_log_options(options);

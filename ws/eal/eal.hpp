@@ -17,7 +17,6 @@
 #include "ws/core/result.hpp"
 #include "ws/core/simd.hpp"
 #include "ws/eal/eal_args.hpp"
-#include "ws/pci/device.hpp"
 #include "ws/port/driver.hpp"
 #include "ws/port/port.hpp"
 
@@ -100,15 +99,12 @@ class Eal {
   void run_on_lcores(const std::function<void(unsigned lcore)>& body);
 
  private:
-  explicit Eal(EalOptions options) : options_(std::move(options)) {}
+  explicit Eal(EalOptions options);
   Result<void> find_pci_devices();  // the PCI devices to drive, checked, before any memory
   Result<void> create_memory(std::size_t arena_bytes, std::string_view memory_for);
   Result<void> create_ports();
 
-  struct PciPort {
-    pci::Device device;
-    std::string devargs;  // "0000:00:04.0[,key=value...]"
-  };
+  struct PciPort;  // a PCI device and its device string (eal.cpp: ws/pci stays internal)
   EalOptions options_;
   DriverRegistry drivers_;
   std::vector<PciPort> pci_;  // in address order (as DPDK's bus scan); outlive their ports
