@@ -52,8 +52,6 @@ constexpr std::array virtio_user_params = {
               "refused: DPDK's vhost-kernel tap name; this driver speaks vhost-user only (path= a unix socket)"},
 };
 
-constexpr std::array<std::uint32_t, 8> dpdk_link_speeds = {10000, 20000, 25000, 40000, 50000, 56000, 100000, 200000};
-
 constexpr std::array<std::string_view, 1> virtio_user_aliases = {"virtio_user"};  // DPDK's RTE_PMD_REGISTER_ALIAS
 
 struct Options : virtio::DriverKeys {
