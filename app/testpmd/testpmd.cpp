@@ -54,14 +54,26 @@ Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app)
   if (auto ok = check_mode_fits(*engine, app); !ok) return std::unexpected(ok.error());
   const PktmbufPool::Options pool_options{"mb_pool_0", app.total_num_mbufs ? app.total_num_mbufs : default_mbuf_count(app),
                                           app.mbcache, app.mbuf_size, 0};
+  // The pool before the ports: a vhost-user frontend may connect as soon as its port exists, and
+  // link events count from each port's start, so the time between the two is kept short.
+  PktmbufPool* pool = nullptr;
   auto env = Eal::create(eal, PktmbufPool::memory_bytes(pool_options),
                          fmt::format("{} mbufs of {} bytes; raise -m or lower --total-num-mbufs", pool_options.count,
-                                     pool_options.data_room_bytes));
+                                     pool_options.data_room_bytes),
+                         [&](Eal& e) -> Result<void> {
+                           std::printf("testpmd: create a new mbuf pool <mb_pool_0>: n=%u, size=%u, socket=0 (%s "
+                                       "pages)\n",
+                                       pool_options.count, app.mbuf_size, e.arena().huge() ? "2 MiB" : "4 KiB");
+                           auto p = e.create_pktmbuf_pool(pool_options);
+                           if (!p) return std::unexpected(p.error());
+                           pool = *p;
+                           return {};
+                         });
   if (!env) return std::unexpected(env.error());
   auto tp = std::unique_ptr<Testpmd>(new Testpmd(std::move(eal), std::move(app), std::move(*env)));
   tp->fwd_lcore_ids_ = std::move(*fwd_lcores);
   tp->engine_ = engine;
-  if (auto ok = tp->create_pool(pool_options); !ok) return std::unexpected(ok.error());
+  tp->pool_ = pool;
   if (auto ok = tp->configure_ports(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->choose_fwd_ports(); !ok) return std::unexpected(ok.error());
   if (auto ok = tp->setup_streams(); !ok) return std::unexpected(ok.error());
@@ -122,15 +134,6 @@ Result<void> Testpmd::choose_fwd_ports() {
       return fail("--nb-ports={}: only {} forwarding ports exist", *app_.nb_ports, fwd_ports_.size());
     fwd_ports_.resize(*app_.nb_ports);
   }
-  return {};
-}
-
-Result<void> Testpmd::create_pool(const PktmbufPool::Options& options) {
-  std::printf("testpmd: create a new mbuf pool <mb_pool_0>: n=%u, size=%u, socket=0 (%s pages)\n", options.count,
-              app_.mbuf_size, env_->arena().huge() ? "2 MiB" : "4 KiB");
-  auto pool = env_->create_pktmbuf_pool(options);
-  if (!pool) return std::unexpected(pool.error());
-  pool_ = *pool;
   return {};
 }
 

@@ -141,7 +141,6 @@ class Testpmd {
  private:
   Testpmd(EalOptions eal, AppOptions app, std::unique_ptr<Eal> env)
       : eal_(std::move(eal)), app_(std::move(app)), env_(std::move(env)), ports_(env_->ports()) {}
-  Result<void> create_pool(const PktmbufPool::Options& options);
   Result<void> configure_ports();  // the Eal's ports, configured and started as the options say
   // --coremask, or every lcore but the main one; may set app.nb_cores, as dpdk-testpmd does.
   static Result<std::vector<unsigned>> choose_fwd_lcores(const EalOptions& eal, AppOptions& app);

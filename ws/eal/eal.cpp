@@ -54,7 +54,8 @@ struct Eal::PciPort {
 
 Eal::Eal(EalOptions options) : options_(std::move(options)) {}
 
-Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_bytes, std::string_view memory_for) {
+Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_bytes, std::string_view memory_for,
+                                         const std::function<Result<void>(Eal&)>& before_ports) {
   apply_log_options(options);
   if (auto ok = apply_simd_option(options); !ok) return std::unexpected(ok.error());
   auto eal = std::unique_ptr<Eal>(new Eal(std::move(options)));
@@ -66,6 +67,8 @@ Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_b
   register_builtin_drivers(eal->drivers_);
   if (auto ok = eal->find_pci_devices(); !ok) return std::unexpected(ok.error());
   if (auto ok = eal->create_memory(arena_bytes, memory_for); !ok) return std::unexpected(ok.error());
+  if (before_ports)
+    if (auto ok = before_ports(*eal); !ok) return std::unexpected(ok.error());
   if (auto ok = eal->create_ports(); !ok) return std::unexpected(ok.error());
   return eal;
 }

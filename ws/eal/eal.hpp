@@ -54,8 +54,12 @@ class Eal {
   /// allocated before every device is checked. Errors name the option or device at fault.
   /// `memory_for` says what the arena bytes are for, in the error when -m is too small (e.g.
   /// "8192 mbufs of 2176 bytes; raise -m or lower --total-num-mbufs").
+  /// `before_ports`, when given, runs once the arena exists and before any port does (an
+  /// application's pools: a port that a peer can reach, such as a vhost-user socket, then
+  /// never waits for them).
   static Result<std::unique_ptr<Eal>> create(EalOptions options, std::size_t arena_bytes,
-                                             std::string_view memory_for = "this application; raise -m");
+                                             std::string_view memory_for = "this application; raise -m",
+                                             const std::function<Result<void>(Eal&)>& before_ports = {});
   /// Stops every port, returns the mbufs they hold, then frees ports, pools and the arena.
   ~Eal();
   Eal(const Eal&) = delete;
