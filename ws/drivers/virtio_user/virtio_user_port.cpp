@@ -12,7 +12,6 @@
 #include <cstring>
 #include <thread>
 
-#include <fmt/ranges.h>
 
 #include "ws/core/log.hpp"
 #include "ws/virtio/features.hpp"
