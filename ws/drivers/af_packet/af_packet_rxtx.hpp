@@ -21,7 +21,7 @@
 
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
-#include "ws/virtio/net_hdr.hpp"
+#include "ws/virtio/net/net_hdr.hpp"
 
 namespace ws::af_packet_pmd {
 

@@ -19,7 +19,7 @@
 
 #include "ws/core/log.hpp"
 #include "ws/drivers/vhost/vhost_ring.hpp"
-#include "ws/virtio/vhost_backend.hpp"
+#include "ws/virtio/vhost_user/backend.hpp"
 
 namespace ws {
 namespace {

@@ -15,9 +15,9 @@
 
 #include "ws/testing/port_fixture.hpp"
 #include "ws/virtio/features.hpp"
-#include "ws/virtio/net_hdr.hpp"
-#include "ws/virtio/split.hpp"
-#include "ws/virtio/vhost_user.hpp"
+#include "ws/virtio/net/net_hdr.hpp"
+#include "ws/virtio/ring/split_driver.hpp"
+#include "ws/virtio/vhost_user/protocol.hpp"
 
 namespace ws {
 namespace {

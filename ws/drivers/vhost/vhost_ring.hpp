@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "ws/drivers/vhost/vhost_rxtx.hpp"
-#include "ws/virtio/vhost_backend.hpp"
+#include "ws/virtio/vhost_user/backend.hpp"
 
 namespace ws::vhost_pmd {
 

@@ -21,11 +21,11 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
 #include "ws/port/xstats.hpp"
-#include "ws/virtio/net_hdr.hpp"
-#include "ws/virtio/net_offload.hpp"
-#include "ws/virtio/notifier.hpp"
-#include "ws/virtio/packed.hpp"
-#include "ws/virtio/split.hpp"
+#include "ws/virtio/net/net_hdr.hpp"
+#include "ws/virtio/net/offload.hpp"
+#include "ws/virtio/vhost_user/notifier.hpp"
+#include "ws/virtio/ring/packed_device.hpp"
+#include "ws/virtio/ring/split_device.hpp"
 
 namespace ws::vhost_pmd {
 
@@ -184,7 +184,7 @@ inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
 
 enum class Copied : std::uint8_t { ok, bad, nombuf, not_linear };
 
-// What a dequeue makes of the frontend's virtio-net header (net_offload.hpp), picked when the
+// What a dequeue makes of the frontend's virtio-net header (ws/virtio/net/offload.hpp), picked when the
 // ring starts: nothing (no CSUM/HOST_TSO negotiated), RX flags (DPDK's compliant mode, the
 // default), or TX requests for the next port (DPDK's legacy-ol-flags=1).
 enum class HdrIn : std::uint8_t { ignore, compliant, legacy };
@@ -241,7 +241,7 @@ inline Copied copy_from_chain(const DefaultChain& c, Mbuf* head, PktmbufPool& po
 
 // RX step "read the header": what the frontend's virtio-net header says about packet `m`.
 // False refuses the packet. In: its checksum/GSO fields become RX flags (compliant) or TX
-// requests (legacy) on the mbuf (net_offload.hpp).
+// requests (legacy) on the mbuf (ws/virtio/net/offload.hpp).
 template <HdrIn In>
 inline bool read_net_hdr(const virtio::NetHdr& hdr, Mbuf* m) noexcept {
   if (virtio::check_net_hdr(hdr, m->pkt_len) != virtio::NetHdrCheck::ok) [[unlikely]] return false;
@@ -251,7 +251,7 @@ inline bool read_net_hdr(const virtio::NetHdr& hdr, Mbuf* m) noexcept {
 }
 
 // TX step "fill the header": the virtio-net header in front of packet `m`. Offload: its
-// checksum/TSO requests go into the header (net_offload.hpp); false when the frontend cannot take
+// checksum/TSO requests go into the header (ws/virtio/net/offload.hpp); false when the frontend cannot take
 // one (TSO without GUEST_TSO), and the packet is dropped.
 template <bool Offload>
 inline bool make_net_hdr(RingSlot& s, Mbuf* m, virtio::NetHdr& hdr) noexcept {

@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "ws/core/arena.hpp"
-#include "ws/virtio/test_memory.hpp"
+#include "ws/virtio/ring/packed_driver.hpp"
+#include "ws/virtio/ring/split_driver.hpp"
+#include "ws/virtio/ring/test_memory.hpp"
 
 namespace ws::vhost_pmd {
 namespace {

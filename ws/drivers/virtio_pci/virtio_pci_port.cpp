@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// net_virtio port: a virtio-net driver port (ws/virtio/net_port.hpp) on the virtio 1.x PCI
-// transport (ws/virtio/pci_transport.hpp): feature negotiation at probe, queue registers and
+// net_virtio port: a virtio-net driver port (ws/virtio/net/port.hpp) on the virtio 1.x PCI
+// transport (ws/virtio/transport/pci.hpp): feature negotiation at probe, queue registers and
 // DRIVER_OK at start, the control queue for VIRTIO_NET_CTRL_MQ, link and MAC from the device
 // configuration.
 #include "ws/drivers/virtio_pci/virtio_pci_port.hpp"
@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "ws/core/log.hpp"
-#include "ws/virtio/driver_keys.hpp"
+#include "ws/virtio/net/keys.hpp"
 #include "ws/virtio/features.hpp"
-#include "ws/virtio/net_port.hpp"
-#include "ws/virtio/pci_transport.hpp"
+#include "ws/virtio/net/port.hpp"
+#include "ws/virtio/transport/pci.hpp"
 
 namespace ws {
 namespace {
@@ -106,7 +106,7 @@ Result<void> VirtioPciPort::start_device() {
     auto notify = t_->setup_queue(static_cast<std::uint16_t>(r), static_cast<std::uint16_t>(queue_size_),
                                   dma_addr(a.desc), dma_addr(a.driver), dma_addr(a.device));
     if (!notify) return std::unexpected(notify.error());
-    queues[r]->notify_target = const_cast<std::uint16_t*>(*notify);
+    queues[r]->notify.doorbell = *notify;
     queues[r]->ring = r;
   }
   const auto pairs = static_cast<std::uint16_t>(rxq_.size());

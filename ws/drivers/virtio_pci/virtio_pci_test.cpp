@@ -12,7 +12,7 @@
 
 #include "ws/drivers/builtin.hpp"
 #include "ws/drivers/virtio_pci/virtio_pci_port.hpp"
-#include "ws/virtio/pci_transport.hpp"
+#include "ws/virtio/transport/pci.hpp"
 
 namespace ws::virtio {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// virtio_user port: a virtio-net driver port (ws/virtio/net_port.hpp) whose transport is the
-// vhost-user frontend (ws/virtio/vhost_frontend.hpp), with its device keys and, in server mode,
+// virtio_user port: a virtio-net driver port (ws/virtio/net/port.hpp) whose transport is the
+// vhost-user frontend (ws/virtio/vhost_user/frontend.hpp), with its device keys and, in server mode,
 // the thread that serves a backend that went away and came back.
 #include "ws/drivers/virtio_user/virtio_user_port.hpp"
 
@@ -15,9 +15,9 @@
 
 #include "ws/core/log.hpp"
 #include "ws/virtio/features.hpp"
-#include "ws/virtio/net_port.hpp"
-#include "ws/virtio/driver_keys.hpp"
-#include "ws/virtio/vhost_frontend.hpp"
+#include "ws/virtio/net/port.hpp"
+#include "ws/virtio/net/keys.hpp"
+#include "ws/virtio/vhost_user/frontend.hpp"
 
 namespace ws {
 namespace {
