@@ -64,10 +64,13 @@ std::vector<Route> make_routes(std::uint32_t n, std::mt19937& rng) {
   std::unordered_set<std::uint64_t> seen;
   while (routes.size() < n) {
     const std::uint32_t r = rng() % 1000;
-    unsigned len = r < 560 ? 24 : r < 930 ? 17 + rng() % 7 : r < 950 ? 25 + rng() % 8
-                                            : 16 - std::min(8, std::countr_zero(static_cast<std::uint32_t>(rng()) | 0x100u));
+    unsigned len = r < 560   ? 24
+                   : r < 930 ? 17 + rng() % 7
+                   : r < 950 ? 25 + rng() % 8
+                             : 16 - std::min(8, std::countr_zero(static_cast<std::uint32_t>(rng()) | 0x100u));
     const std::uint32_t addr = static_cast<std::uint32_t>(rng()) & mask(len);
-    if (seen.insert(std::uint64_t{addr} << 8 | len).second) routes.push_back({addr, static_cast<std::uint8_t>(len), static_cast<std::uint32_t>(rng() % 65536)});
+    if (seen.insert(std::uint64_t{addr} << 8 | len).second)
+      routes.push_back({addr, static_cast<std::uint8_t>(len), static_cast<std::uint32_t>(rng() % 65536)});
   }
   return routes;
 }
@@ -97,15 +100,19 @@ std::vector<Case> cases(const rte_lpm* dpdk, const ws::Lpm4& ours, const std::ve
   const std::uint32_t* a = addrs.data();
   std::uint32_t* o = out.data();
   list.push_back({fmt::format("single, {}", set),
-                  [=] { return timed([&] {
-                    for (std::size_t i = 0; i < address_count; ++i) {
-                      std::uint32_t hop;
-                      o[i] = rte_lpm_lookup(dpdk, a[i], &hop) == 0 ? hop : ws::lpm_no_route;
-                    }
-                  }); },
-                  [=, &ours] { return timed([&] {
-                    for (std::size_t i = 0; i < address_count; ++i) o[i] = ours.lookup(a[i]);
-                  }); }});
+                  [=] {
+                    return timed([&] {
+                      for (std::size_t i = 0; i < address_count; ++i) {
+                        std::uint32_t hop;
+                        o[i] = rte_lpm_lookup(dpdk, a[i], &hop) == 0 ? hop : ws::lpm_no_route;
+                      }
+                    });
+                  },
+                  [=, &ours] {
+                    return timed([&] {
+                      for (std::size_t i = 0; i < address_count; ++i) o[i] = ours.lookup(a[i]);
+                    });
+                  }});
   for (unsigned bulk : {32u, 64u}) {
     // The bulk size is a compile-time constant on both sides, as DPDK's documentation asks.
     auto dpdk_bulk = bulk == 32 ? +[](const rte_lpm* t, const std::uint32_t* x, std::uint32_t* y) {
@@ -114,9 +121,11 @@ std::vector<Case> cases(const rte_lpm* dpdk, const ws::Lpm4& ours, const std::ve
       for (std::size_t i = 0; i < address_count; i += 64) rte_lpm_lookup_bulk(t, x + i, y + i, 64);
     };
     list.push_back({fmt::format("bulk {}, {}", bulk, set), [=] { return timed([&] { dpdk_bulk(dpdk, a, o); }); },
-                    [=, &ours] { return timed([&] {
-                      for (std::size_t i = 0; i < address_count; i += bulk) ours.lookup_bulk(a + i, o + i, bulk);
-                    }); }});
+                    [=, &ours] {
+                      return timed([&] {
+                        for (std::size_t i = 0; i < address_count; i += bulk) ours.lookup_bulk(a + i, o + i, bulk);
+                      });
+                    }});
   }
   return list;
 }
@@ -137,7 +146,8 @@ void check_same_answers(const rte_lpm* dpdk, const ws::Lpm4& ours, const std::ve
 }
 
 void init_eal(const Options& o) {
-  std::vector<std::string> args = {"lpm_vs_dpdk", "-l", "0", "--no-pci", "--file-prefix=wslpmbench", "--log-level=error"};
+  std::vector<std::string> args = {"lpm_vs_dpdk",      "-l", "0", "--no-pci", "--file-prefix=wslpmbench",
+                                   "--log-level=error"};
   if (o.huge) {
     args.push_back("--in-memory");
   } else {
@@ -145,15 +155,18 @@ void init_eal(const Options& o) {
   }
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
-  if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0) die(fmt::format("rte_eal_init: {}", rte_strerror(rte_errno)));
+  if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0)
+    die(fmt::format("rte_eal_init: {}", rte_strerror(rte_errno)));
 }
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--rounds" && i + 1 < argc) o.rounds = static_cast<unsigned>(std::atoi(argv[++i]));
-    else if (a == "--huge") o.huge = true;
+    if (a == "--rounds" && i + 1 < argc)
+      o.rounds = static_cast<unsigned>(std::atoi(argv[++i]));
+    else if (a == "--huge")
+      o.huge = true;
     else if (a == "--routes" && i + 1 < argc) {
       o.table_sizes.clear();
       for (std::string_view s = argv[++i]; !s.empty();) {
@@ -217,7 +230,8 @@ int main(int argc, char** argv) {
             w.push_back(c.ours());
           }
         }
-        const double dc = static_cast<double>(median(d)) / address_count, oc = static_cast<double>(median(w)) / address_count;
+        const double dc = static_cast<double>(median(d)) / address_count,
+                     oc = static_cast<double>(median(w)) / address_count;
         fmt::print("{:>8} {:<28} {:>12.2f} {:>12.2f} {:>8.2f}\n", n, c.name, dc, oc, dc / oc);
         std::fflush(stdout);
       }

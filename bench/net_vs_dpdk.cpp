@@ -121,20 +121,23 @@ void add_checksum_cases(std::vector<Case>& cases, std::uint32_t size, unsigned s
                        return ws::ipv4_l4_cksum(*reinterpret_cast<const ws::Ipv4Hdr*>(ip(i)), ip(i) + 20, l4_len);
                      });
                    }});
-  cases.push_back(
-      {fmt::format("raw sum {}B{}", size, tag), ops,
-       [frames, size, set] {
-         return time_loop(packets * passes, [&](unsigned i) { return rte_raw_cksum((*frames)[(i & (set - 1))].data(), size); });
-       },
-       [frames, size, set] {
-         return time_loop(packets * passes, [&](unsigned i) { return ws::raw_sum((*frames)[(i & (set - 1))].data(), size); });
-       }});
+  cases.push_back({fmt::format("raw sum {}B{}", size, tag), ops,
+                   [frames, size, set] {
+                     return time_loop(packets * passes, [&](unsigned i) {
+                       return rte_raw_cksum((*frames)[(i & (set - 1))].data(), size);
+                     });
+                   },
+                   [frames, size, set] {
+                     return time_loop(packets * passes,
+                                      [&](unsigned i) { return ws::raw_sum((*frames)[(i & (set - 1))].data(), size); });
+                   }});
   if (std::getenv("WS_BENCH_ALL_SUMS")) {  // every implementation, to choose raw_sum_best
     for (auto [name, fn] : {std::pair{"avx2", &ws::raw_sum_avx2}, std::pair{"avx512", &ws::raw_sum_avx512}})
       cases.push_back({fmt::format("raw sum {}B{} ({})", size, tag, name), ops,
                        [frames, size, set] {
-                         return time_loop(packets * passes,
-                                          [&](unsigned i) { return rte_raw_cksum((*frames)[(i & (set - 1))].data(), size); });
+                         return time_loop(packets * passes, [&](unsigned i) {
+                           return rte_raw_cksum((*frames)[(i & (set - 1))].data(), size);
+                         });
                        },
                        [frames, size, set, fn = fn] {
                          return time_loop(packets * passes,

@@ -3,13 +3,12 @@
 #include "app/testpmd/app_args.hpp"
 
 #include <arpa/inet.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <functional>
-
-#include <fmt/ranges.h>
 
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/core/lcore.hpp"
@@ -68,7 +67,8 @@ Result<std::vector<std::uint16_t>> parse_port_list(std::string_view v) {
     const auto dash = item.find('-');
     auto lo = parse_uint("--portlist", item.substr(0, dash), 0, max_ports - 1);
     auto hi = dash == std::string_view::npos ? lo : parse_uint("--portlist", item.substr(dash + 1), 0, max_ports - 1);
-    if (!lo || !hi || *hi < *lo) return fail("--portlist={}: expected port ids and ranges such as 0,2-3 (ports below {})", v, max_ports);
+    if (!lo || !hi || *hi < *lo)
+      return fail("--portlist={}: expected port ids and ranges such as 0,2-3 (ports below {})", v, max_ports);
     for (auto p = *lo; p <= *hi; ++p) out.push_back(static_cast<std::uint16_t>(p));
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
@@ -130,23 +130,31 @@ Result<void> parse_groups(std::string_view option, std::string_view v, std::size
 
 Result<std::uint32_t> parse_ipv4(std::string_view option, std::string_view whole, std::string_view v) {
   in_addr a{};
-  if (inet_pton(AF_INET, std::string(v).c_str(), &a) != 1) return fail("{}={}: '{}' is not an IPv4 address", option, whole, v);
+  if (inet_pton(AF_INET, std::string(v).c_str(), &a) != 1)
+    return fail("{}={}: '{}' is not an IPv4 address", option, whole, v);
   return ntohl(a.s_addr);
 }
 
 Result<std::uint32_t> parse_event(std::string_view option, std::string_view v) {
   static constexpr std::pair<std::string_view, std::uint32_t> names[] = {
-      {"unknown", event_type::unknown},         {"intr_lsc", event_type::intr_lsc},
-      {"queue_state", event_type::queue_state}, {"intr_reset", event_type::intr_reset},
-      {"vf_mbox", event_type::vf_mbox},         {"macsec", event_type::macsec},
-      {"intr_rmv", event_type::intr_rmv},       {"flow_aged", event_type::flow_aged},
-      {"err_recovering", event_type::err_recovering}, {"recovery_success", event_type::recovery_success},
-      {"recovery_failed", event_type::recovery_failed}, {"all", event_type::all}};
+      {"unknown", event_type::unknown},
+      {"intr_lsc", event_type::intr_lsc},
+      {"queue_state", event_type::queue_state},
+      {"intr_reset", event_type::intr_reset},
+      {"vf_mbox", event_type::vf_mbox},
+      {"macsec", event_type::macsec},
+      {"intr_rmv", event_type::intr_rmv},
+      {"flow_aged", event_type::flow_aged},
+      {"err_recovering", event_type::err_recovering},
+      {"recovery_success", event_type::recovery_success},
+      {"recovery_failed", event_type::recovery_failed},
+      {"all", event_type::all}};
   for (const auto& [name, bits] : names)
     if (v == name) return bits;
-  return fail("{} {}: invalid event (accepted: unknown, intr_lsc, queue_state, intr_reset, vf_mbox, macsec, "
-              "intr_rmv, flow_aged, err_recovering, recovery_success, recovery_failed, all)",
-              option, v);
+  return fail(
+      "{} {}: invalid event (accepted: unknown, intr_lsc, queue_state, intr_reset, vf_mbox, macsec, "
+      "intr_rmv, flow_aged, err_recovering, recovery_success, recovery_failed, all)",
+      option, v);
 }
 
 // dpdk-testpmd's --eth-peers-configfile: line i holds port i's peer address.
@@ -180,7 +188,7 @@ struct OptionSpec {
 using Apply = std::function<Result<void>(AppOptions&, std::string_view)>;
 
 template <class T>
-Apply set_uint(T AppOptions::*field, std::uint64_t min, std::uint64_t max, std::string_view name) {
+Apply set_uint(T AppOptions::* field, std::uint64_t min, std::uint64_t max, std::string_view name) {
   return [=](AppOptions& o, std::string_view v) -> Result<void> {
     auto n = parse_uint(name, v, min, max);
     if (!n) return std::unexpected(n.error());
@@ -189,7 +197,7 @@ Apply set_uint(T AppOptions::*field, std::uint64_t min, std::uint64_t max, std::
   };
 }
 
-Apply set_flag(bool AppOptions::*field, bool value = true) {
+Apply set_flag(bool AppOptions::* field, bool value = true) {
   return [=](AppOptions& o, std::string_view) -> Result<void> {
     o.*field = value;
     return {};
@@ -646,7 +654,9 @@ const std::vector<OptionSpec>& option_table() {
 std::string app_usage() {
   std::string out = "testpmd options:\n";
   for (const auto& o : option_table()) {
-    out += fmt::format("  {}{}{}", o.name, o.help.starts_with('=') || o.help.starts_with(' ') || o.help.starts_with(':') ? "" : ": ", o.help);
+    out +=
+        fmt::format("  {}{}{}", o.name,
+                    o.help.starts_with('=') || o.help.starts_with(' ') || o.help.starts_with(':') ? "" : ": ", o.help);
     if (o.status == OptionStatus::refused) out += fmt::format(" [not available: {}]", o.why);
     out += '\n';
   }
@@ -667,8 +677,7 @@ Result<AppOptions> parse_app_args(std::span<const std::string> args) {
     const std::string_view name = std::string_view(a).substr(0, eq);
     const auto& table = option_table();
     const auto it = std::find_if(table.begin(), table.end(), [&](const OptionSpec& s) { return s.name == name; });
-    if (it == table.end())
-      return fail("unknown option '{}' (wirespeed-testpmd -- --help lists the options)", a);
+    if (it == table.end()) return fail("unknown option '{}' (wirespeed-testpmd -- --help lists the options)", a);
     if (it->status == OptionStatus::refused)
       return fail("option {} is not available in wirespeed-testpmd: {}", name, it->why);
     std::string_view value;
@@ -691,9 +700,10 @@ Result<AppOptions> parse_app_args(std::span<const std::string> args) {
   const unsigned room = o.mbuf_size - mbuf_default_headroom;
   for (auto len : o.txpkts)
     if (len > room)
-      return fail("--txpkts={}: segment length {} exceeds the {} data bytes of an mbuf (--mbuf-size={} minus {} "
-                  "headroom); split it into more segments or raise --mbuf-size",
-                  fmt::join(o.txpkts, ","), len, room, o.mbuf_size, mbuf_default_headroom);
+      return fail(
+          "--txpkts={}: segment length {} exceeds the {} data bytes of an mbuf (--mbuf-size={} minus {} "
+          "headroom); split it into more segments or raise --mbuf-size",
+          fmt::join(o.txpkts, ","), len, room, o.mbuf_size, mbuf_default_headroom);
   if (o.max_lro_pkt_size && (o.rx_offloads & rx_offload::tcp_lro) == 0)
     return fail("--max-lro-pkt-size={}: needs --enable-lro", o.max_lro_pkt_size);
   return o;

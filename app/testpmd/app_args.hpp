@@ -57,7 +57,7 @@ struct AppOptions {
   std::uint16_t flowgen_clones = 0;
   std::uint32_t flowgen_flows = 1024;
   std::map<std::uint16_t, MacAddress> eth_peers;
-  bool rx_ptype_counts = false;  // --rx-ptype-counts (wirespeed's own)
+  bool rx_ptype_counts = false;                         // --rx-ptype-counts (wirespeed's own)
   std::map<std::uint16_t, std::uint32_t> icmpecho_ips;  // --icmpecho-ip (network order); key max_ports: all
   Topology topology = Topology::paired;
   unsigned stats_period_s = 0;
@@ -67,11 +67,11 @@ struct AppOptions {
   std::string cmdline_file;
   double duration_s = 0;  // 0: until signal / quit
   std::string summary_json;
-  std::string metrics_addr;  // --metrics-addr 127.0.0.1:PORT: Prometheus endpoint (loopback only)
+  std::string metrics_addr;           // --metrics-addr 127.0.0.1:PORT: Prometheus endpoint (loopback only)
   std::vector<std::string> captures;  // --capture PORT,FILE[,FILTER]: pcapng capture from the start
   bool record_core_cycles = false;
   bool record_burst_stats = false;  // --record-burst-stats: RX/TX burst size spread per port
-  bool enable_rx_cksum = false;  // verify RX checksums (in software where ports give no verdict)
+  bool enable_rx_cksum = false;     // verify RX checksums (in software where ports give no verdict)
   // --tx-offloads: DPDK's RTE_ETH_TX_OFFLOAD_* bits, enabled on every port; IPV4/UDP/TCP_CKSUM
   // (0x2/0x4/0x8) also make the csum engine request those checksums, as `csum set ip|udp|tcp hw`.
   std::uint64_t tx_offloads = 0;
@@ -88,25 +88,24 @@ struct AppOptions {
   std::uint32_t max_lro_pkt_size = 0;  // --max-lro-pkt-size (with TCP LRO)
   bool start_devices = true;           // --disable-device-start: ports wait for "port start"
   // ---- forwarding ports and cores ----
-  std::vector<std::uint16_t> fwd_ports;     // --portmask / --portlist; empty: every port
-  std::optional<std::uint64_t> coremask;    // --coremask: forwarding lcores (never the main one)
+  std::vector<std::uint16_t> fwd_ports;   // --portmask / --portlist; empty: every port
+  std::optional<std::uint64_t> coremask;  // --coremask: forwarding lcores (never the main one)
   // ---- txonly ----
-  bool txonly_multi_flow = false;           // --txonly-multi-flow: UDP source port varies
-  std::uint32_t tx_ip_src = 0xc6120001;     // --tx-ip (host order): 198.18.0.1
-  std::uint32_t tx_ip_dst = 0xc6120002;     // 198.18.0.2
-  std::uint16_t tx_udp_src = 9;             // --tx-udp
+  bool txonly_multi_flow = false;        // --txonly-multi-flow: UDP source port varies
+  std::uint32_t tx_ip_src = 0xc6120001;  // --tx-ip (host order): 198.18.0.1
+  std::uint32_t tx_ip_dst = 0xc6120002;  // 198.18.0.2
+  std::uint16_t tx_udp_src = 9;          // --tx-udp
   std::uint16_t tx_udp_dst = 9;
   // ---- memory and NUMA ----
-  bool numa = true;        // --numa / --no-numa (one arena either way; printed as dpdk-testpmd)
-  bool mlockall = false;   // --mlockall
+  bool numa = true;       // --numa / --no-numa (one arena either way; printed as dpdk-testpmd)
+  bool mlockall = false;  // --mlockall
   // ---- run control and events ----
-  bool flush_rx = true;         // --no-flush-rx: keep what RX queues hold at forwarding start
-  bool link_check = true;       // --disable-link-check
-  bool lsc_interrupt = true;    // --no-lsc-interrupt: no link state change events
+  bool flush_rx = true;       // --no-flush-rx: keep what RX queues hold at forwarding start
+  bool link_check = true;     // --disable-link-check
+  bool lsc_interrupt = true;  // --no-lsc-interrupt: no link state change events
   std::uint32_t event_print_mask = event_type::default_print;  // --print-event / --mask-event: event_type bits printed
-  std::vector<std::string> display_xstats;  // --display-xstats: shown with port stats
+  std::vector<std::string> display_xstats;                     // --display-xstats: shown with port stats
 };
-
 
 Result<AppOptions> parse_app_args(std::span<const std::string> args);
 // dpdk-testpmd's application usage, with what each option does here.

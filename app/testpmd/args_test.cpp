@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <map>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -68,13 +68,35 @@ TEST(AppArgs, DefaultsAreDpdkTestpmds) {
 }
 
 TEST(AppArgs, EqualsAndSeparateValueFormsAgree) {
-  const AppOptions a = app_ok({"--forward-mode=mac", "--burst=64", "--nb-cores=2", "--rxq=4", "--txq=4",
-                               "--rxd=512", "--txd=4096", "--mbcache=128", "--total-num-mbufs=8192",
-                               "--stats-period=1", "--flowgen-clones=16", "--nb-ports=2", "--mbuf-size=4096"});
-  const AppOptions b = app_ok({"--forward-mode", "mac", "--burst", "64", "--nb-cores", "2", "--rxq", "4", "--txq",
-                               "4", "--rxd", "512", "--txd", "4096", "--mbcache", "128", "--total-num-mbufs",
-                               "8192", "--stats-period", "1", "--flowgen-clones", "16", "--nb-ports", "2",
-                               "--mbuf-size", "4096"});
+  const AppOptions a = app_ok({"--forward-mode=mac", "--burst=64", "--nb-cores=2", "--rxq=4", "--txq=4", "--rxd=512",
+                               "--txd=4096", "--mbcache=128", "--total-num-mbufs=8192", "--stats-period=1",
+                               "--flowgen-clones=16", "--nb-ports=2", "--mbuf-size=4096"});
+  const AppOptions b = app_ok({"--forward-mode",
+                               "mac",
+                               "--burst",
+                               "64",
+                               "--nb-cores",
+                               "2",
+                               "--rxq",
+                               "4",
+                               "--txq",
+                               "4",
+                               "--rxd",
+                               "512",
+                               "--txd",
+                               "4096",
+                               "--mbcache",
+                               "128",
+                               "--total-num-mbufs",
+                               "8192",
+                               "--stats-period",
+                               "1",
+                               "--flowgen-clones",
+                               "16",
+                               "--nb-ports",
+                               "2",
+                               "--mbuf-size",
+                               "4096"});
   for (const AppOptions* o : {&a, &b}) {
     EXPECT_EQ(o->forward_mode, "mac");
     EXPECT_EQ(o->burst, 64);
@@ -237,10 +259,10 @@ TEST(AppArgs, OutOfRangeNumbersNameTheRange) {
     const char* arg;
     const char* range;
   };
-  for (const Case& c : {Case{"--mbcache=513", "[0, 512]"}, Case{"--nb-cores=0", "[1, "}, Case{"--rxq=0", "[1, 64]"},
-                        Case{"--txq=65", "[1, 64]"}, Case{"--flowgen-clones=513", "[0, 512]"},
-                        Case{"--total-num-mbufs=10", "[1025, "}, Case{"--rxd=70000", "[1, 65535]"},
-                        Case{"--stats-period=-1", "[0, 86400]"}}) {
+  for (const Case& c :
+       {Case{"--mbcache=513", "[0, 512]"}, Case{"--nb-cores=0", "[1, "}, Case{"--rxq=0", "[1, 64]"},
+        Case{"--txq=65", "[1, 64]"}, Case{"--flowgen-clones=513", "[0, 512]"}, Case{"--total-num-mbufs=10", "[1025, "},
+        Case{"--rxd=70000", "[1, 65535]"}, Case{"--stats-period=-1", "[0, 86400]"}}) {
     const std::string e = app_error(argv({c.arg}));
     EXPECT_HAS(e, c.arg);
     EXPECT_HAS(e, c.range);
@@ -271,53 +293,113 @@ TEST(AppArgs, FlagsTakeNoValue) {
 // naming what is missing (refused). An option added to the table without a line here fails.
 const std::map<std::string_view, std::vector<std::string>>& app_samples() {
   static const std::map<std::string_view, std::vector<std::string>> samples = {
-      {"--interactive", {"--interactive"}}, {"-i", {"-i"}}, {"--cmdline-file", {"--cmdline-file=cmds"}},
-      {"--auto-start", {"--auto-start"}}, {"-a", {"-a"}}, {"--help", {"--help"}}, {"--tx-first", {"--tx-first"}},
-      {"--stats-period", {"--stats-period=1"}}, {"--display-xstats", {"--display-xstats", "rx_good_packets,tx_good_bytes"}},
-      {"--num-procs", {"--num-procs=1"}}, {"--proc-id", {"--proc-id=0"}}, {"--nb-cores", {"--nb-cores=1"}},
-      {"--nb-ports", {"--nb-ports=2"}}, {"--coremask", {"--coremask=0x2"}}, {"--portmask", {"--portmask=0x3"}},
-      {"--portlist", {"--portlist=0,2-3"}}, {"--numa", {"--numa"}}, {"--no-numa", {"--no-numa"}},
-      {"--port-numa-config", {"--port-numa-config=(0,0),(1,0)"}}, {"--ring-numa-config", {"--ring-numa-config=(0,3,0)"}},
-      {"--socket-num", {"--socket-num=0"}}, {"--mbuf-size", {"--mbuf-size=2176"}},
-      {"--total-num-mbufs", {"--total-num-mbufs=8192"}}, {"--max-pkt-len", {"--max-pkt-len=9018"}},
+      {"--interactive", {"--interactive"}},
+      {"-i", {"-i"}},
+      {"--cmdline-file", {"--cmdline-file=cmds"}},
+      {"--auto-start", {"--auto-start"}},
+      {"-a", {"-a"}},
+      {"--help", {"--help"}},
+      {"--tx-first", {"--tx-first"}},
+      {"--stats-period", {"--stats-period=1"}},
+      {"--display-xstats", {"--display-xstats", "rx_good_packets,tx_good_bytes"}},
+      {"--num-procs", {"--num-procs=1"}},
+      {"--proc-id", {"--proc-id=0"}},
+      {"--nb-cores", {"--nb-cores=1"}},
+      {"--nb-ports", {"--nb-ports=2"}},
+      {"--coremask", {"--coremask=0x2"}},
+      {"--portmask", {"--portmask=0x3"}},
+      {"--portlist", {"--portlist=0,2-3"}},
+      {"--numa", {"--numa"}},
+      {"--no-numa", {"--no-numa"}},
+      {"--port-numa-config", {"--port-numa-config=(0,0),(1,0)"}},
+      {"--ring-numa-config", {"--ring-numa-config=(0,3,0)"}},
+      {"--socket-num", {"--socket-num=0"}},
+      {"--mbuf-size", {"--mbuf-size=2176"}},
+      {"--total-num-mbufs", {"--total-num-mbufs=8192"}},
+      {"--max-pkt-len", {"--max-pkt-len=9018"}},
       {"--max-lro-pkt-size", {"--enable-lro", "--max-lro-pkt-size=65535"}},
       {"--eth-peers-configfile", {}},  // needs a file: EthPeersConfigFile below
-      {"--eth-peer", {"--eth-peer=1,02:00:00:00:00:09"}}, {"--disable-crc-strip", {"--disable-crc-strip"}},
-      {"--enable-scatter", {"--enable-scatter"}}, {"--enable-lro", {"--enable-lro"}},
-      {"--enable-rx-cksum", {"--enable-rx-cksum"}}, {"--enable-rx-timestamp", {"--enable-rx-timestamp"}},
-      {"--enable-hw-vlan", {"--enable-hw-vlan"}}, {"--enable-hw-vlan-filter", {"--enable-hw-vlan-filter"}},
-      {"--enable-hw-vlan-strip", {"--enable-hw-vlan-strip"}}, {"--enable-hw-vlan-extend", {"--enable-hw-vlan-extend"}},
-      {"--enable-hw-qinq-strip", {"--enable-hw-qinq-strip"}}, {"--enable-drop-en", {"--enable-drop-en"}},
-      {"--disable-rss", {"--disable-rss"}}, {"--port-topology", {"--port-topology=chained"}},
-      {"--forward-mode", {"--forward-mode=5tswap"}}, {"--rss-ip", {"--rss-ip"}}, {"--rss-udp", {"--rss-udp"}},
-      {"--rss-level-inner", {"--rss-level-inner"}}, {"--rss-level-outer", {"--rss-level-outer"}},
-      {"--rxq", {"--rxq=2"}}, {"--rxd", {"--rxd=512"}}, {"--txq", {"--txq=2"}}, {"--txd", {"--txd=512"}},
-      {"--hairpinq", {"--hairpinq=1"}}, {"--hairpin-mode", {"--hairpin-mode=0x10"}}, {"--burst", {"--burst=64"}},
-      {"--flowgen-clones", {"--flowgen-clones=4"}}, {"--flowgen-flows", {"--flowgen-flows=64"}},
-      {"--mbcache", {"--mbcache=128"}}, {"--rxpt", {"--rxpt=8"}}, {"--rxht", {"--rxht=8"}},
-      {"--rxfreet", {"--rxfreet=32"}}, {"--rxwt", {"--rxwt=0"}}, {"--txpt", {"--txpt=36"}}, {"--txht", {"--txht=0"}},
-      {"--txwt", {"--txwt=0"}}, {"--txfreet", {"--txfreet=32"}}, {"--txrst", {"--txrst=32"}},
-      {"--no-flush-rx", {"--no-flush-rx"}}, {"--rxoffs", {"--rxoffs=0,64"}}, {"--rxpkts", {"--rxpkts=64,1024"}},
-      {"--rxhdrs", {"--rxhdrs=eth"}}, {"--txpkts", {"--txpkts=64,64"}}, {"--multi-rx-mempool", {"--multi-rx-mempool"}},
-      {"--txonly-multi-flow", {"--txonly-multi-flow"}}, {"--tx-ip", {"--tx-ip=10.0.0.1,10.0.0.2"}},
-      {"--tx-udp", {"--tx-udp=1000,2000"}}, {"--eth-link-speed", {"--eth-link-speed=10000"}},
-      {"--rxq-share", {"--rxq-share=2"}}, {"--disable-link-check", {"--disable-link-check"}},
-      {"--disable-device-start", {"--disable-device-start"}}, {"--no-lsc-interrupt", {"--no-lsc-interrupt"}},
-      {"--no-rmv-interrupt", {"--no-rmv-interrupt"}}, {"--bitrate-stats", {"--bitrate-stats=1"}},
-      {"--latencystats", {"--latencystats=1"}}, {"--print-event", {"--print-event", "vf_mbox"}},
-      {"--mask-event", {"--mask-event", "intr_lsc"}}, {"--flow-isolate-all", {"--flow-isolate-all"}},
-      {"--tx-offloads", {"--tx-offloads=0x0"}}, {"--rx-offloads", {"--rx-offloads=0x1"}}, {"--hot-plug", {"--hot-plug"}},
-      {"--vxlan-gpe-port", {"--vxlan-gpe-port=4790"}}, {"--geneve-parsed-port", {"--geneve-parsed-port=6081"}},
-      {"--mlockall", {"--mlockall"}}, {"--no-mlockall", {"--no-mlockall"}}, {"--mp-alloc", {"--mp-alloc=native"}},
+      {"--eth-peer", {"--eth-peer=1,02:00:00:00:00:09"}},
+      {"--disable-crc-strip", {"--disable-crc-strip"}},
+      {"--enable-scatter", {"--enable-scatter"}},
+      {"--enable-lro", {"--enable-lro"}},
+      {"--enable-rx-cksum", {"--enable-rx-cksum"}},
+      {"--enable-rx-timestamp", {"--enable-rx-timestamp"}},
+      {"--enable-hw-vlan", {"--enable-hw-vlan"}},
+      {"--enable-hw-vlan-filter", {"--enable-hw-vlan-filter"}},
+      {"--enable-hw-vlan-strip", {"--enable-hw-vlan-strip"}},
+      {"--enable-hw-vlan-extend", {"--enable-hw-vlan-extend"}},
+      {"--enable-hw-qinq-strip", {"--enable-hw-qinq-strip"}},
+      {"--enable-drop-en", {"--enable-drop-en"}},
+      {"--disable-rss", {"--disable-rss"}},
+      {"--port-topology", {"--port-topology=chained"}},
+      {"--forward-mode", {"--forward-mode=5tswap"}},
+      {"--rss-ip", {"--rss-ip"}},
+      {"--rss-udp", {"--rss-udp"}},
+      {"--rss-level-inner", {"--rss-level-inner"}},
+      {"--rss-level-outer", {"--rss-level-outer"}},
+      {"--rxq", {"--rxq=2"}},
+      {"--rxd", {"--rxd=512"}},
+      {"--txq", {"--txq=2"}},
+      {"--txd", {"--txd=512"}},
+      {"--hairpinq", {"--hairpinq=1"}},
+      {"--hairpin-mode", {"--hairpin-mode=0x10"}},
+      {"--burst", {"--burst=64"}},
+      {"--flowgen-clones", {"--flowgen-clones=4"}},
+      {"--flowgen-flows", {"--flowgen-flows=64"}},
+      {"--mbcache", {"--mbcache=128"}},
+      {"--rxpt", {"--rxpt=8"}},
+      {"--rxht", {"--rxht=8"}},
+      {"--rxfreet", {"--rxfreet=32"}},
+      {"--rxwt", {"--rxwt=0"}},
+      {"--txpt", {"--txpt=36"}},
+      {"--txht", {"--txht=0"}},
+      {"--txwt", {"--txwt=0"}},
+      {"--txfreet", {"--txfreet=32"}},
+      {"--txrst", {"--txrst=32"}},
+      {"--no-flush-rx", {"--no-flush-rx"}},
+      {"--rxoffs", {"--rxoffs=0,64"}},
+      {"--rxpkts", {"--rxpkts=64,1024"}},
+      {"--rxhdrs", {"--rxhdrs=eth"}},
+      {"--txpkts", {"--txpkts=64,64"}},
+      {"--multi-rx-mempool", {"--multi-rx-mempool"}},
+      {"--txonly-multi-flow", {"--txonly-multi-flow"}},
+      {"--tx-ip", {"--tx-ip=10.0.0.1,10.0.0.2"}},
+      {"--tx-udp", {"--tx-udp=1000,2000"}},
+      {"--eth-link-speed", {"--eth-link-speed=10000"}},
+      {"--rxq-share", {"--rxq-share=2"}},
+      {"--disable-link-check", {"--disable-link-check"}},
+      {"--disable-device-start", {"--disable-device-start"}},
+      {"--no-lsc-interrupt", {"--no-lsc-interrupt"}},
+      {"--no-rmv-interrupt", {"--no-rmv-interrupt"}},
+      {"--bitrate-stats", {"--bitrate-stats=1"}},
+      {"--latencystats", {"--latencystats=1"}},
+      {"--print-event", {"--print-event", "vf_mbox"}},
+      {"--mask-event", {"--mask-event", "intr_lsc"}},
+      {"--flow-isolate-all", {"--flow-isolate-all"}},
+      {"--tx-offloads", {"--tx-offloads=0x0"}},
+      {"--rx-offloads", {"--rx-offloads=0x1"}},
+      {"--hot-plug", {"--hot-plug"}},
+      {"--vxlan-gpe-port", {"--vxlan-gpe-port=4790"}},
+      {"--geneve-parsed-port", {"--geneve-parsed-port=6081"}},
+      {"--mlockall", {"--mlockall"}},
+      {"--no-mlockall", {"--no-mlockall"}},
+      {"--mp-alloc", {"--mp-alloc=native"}},
       {"--noisy-tx-sw-buffer-size", {"--noisy-tx-sw-buffer-size=64"}},
       {"--noisy-tx-sw-buffer-flushtime", {"--noisy-tx-sw-buffer-flushtime=10"}},
-      {"--noisy-lkup-memory", {"--noisy-lkup-memory=8"}}, {"--noisy-lkup-num-writes", {"--noisy-lkup-num-writes=1"}},
+      {"--noisy-lkup-memory", {"--noisy-lkup-memory=8"}},
+      {"--noisy-lkup-num-writes", {"--noisy-lkup-num-writes=1"}},
       {"--noisy-lkup-num-reads", {"--noisy-lkup-num-reads=1"}},
-      {"--noisy-lkup-num-reads-writes", {"--noisy-lkup-num-reads-writes=1"}}, {"--no-iova-contig", {"--no-iova-contig"}},
-      {"--rx-mq-mode", {"--rx-mq-mode=0x1"}}, {"--record-core-cycles", {"--record-core-cycles"}},
-      {"--record-burst-stats", {"--record-burst-stats"}}, {"--rx-ptype-counts", {"--rx-ptype-counts"}},
-      {"--icmpecho-ip", {"--icmpecho-ip=10.0.0.1"}}, {"--duration", {"--duration=1"}},
-      {"--summary-json", {"--summary-json=s.json"}}, {"--metrics-addr", {"--metrics-addr=127.0.0.1:9100"}},
+      {"--noisy-lkup-num-reads-writes", {"--noisy-lkup-num-reads-writes=1"}},
+      {"--no-iova-contig", {"--no-iova-contig"}},
+      {"--rx-mq-mode", {"--rx-mq-mode=0x1"}},
+      {"--record-core-cycles", {"--record-core-cycles"}},
+      {"--record-burst-stats", {"--record-burst-stats"}},
+      {"--rx-ptype-counts", {"--rx-ptype-counts"}},
+      {"--icmpecho-ip", {"--icmpecho-ip=10.0.0.1"}},
+      {"--duration", {"--duration=1"}},
+      {"--summary-json", {"--summary-json=s.json"}},
+      {"--metrics-addr", {"--metrics-addr=127.0.0.1:9100"}},
       {"--capture", {"--capture=0,c.pcapng"}},
   };
   return samples;
@@ -342,10 +424,11 @@ TEST(AppArgs, EveryOptionIsTakenAsItsStatusSays) {
 }
 
 TEST(AppArgs, OptionsSetWhatDpdkTestpmdSets) {
-  const AppOptions o = app_ok({"--portmask=0x5", "--coremask=0x6", "--no-numa", "--enable-hw-vlan-strip",
-                               "--enable-scatter", "--max-pkt-len=9018", "--txonly-multi-flow", "--tx-ip=10.0.0.1,10.0.0.2",
-                               "--tx-udp=1000", "--no-flush-rx", "--disable-device-start", "--no-lsc-interrupt",
-                               "--mask-event", "intr_lsc", "--mlockall", "--display-xstats=rx_good_packets"});
+  const AppOptions o =
+      app_ok({"--portmask=0x5", "--coremask=0x6", "--no-numa", "--enable-hw-vlan-strip", "--enable-scatter",
+              "--max-pkt-len=9018", "--txonly-multi-flow", "--tx-ip=10.0.0.1,10.0.0.2", "--tx-udp=1000",
+              "--no-flush-rx", "--disable-device-start", "--no-lsc-interrupt", "--mask-event", "intr_lsc", "--mlockall",
+              "--display-xstats=rx_good_packets"});
   EXPECT_EQ(o.fwd_ports, (std::vector<std::uint16_t>{0, 2}));
   EXPECT_EQ(o.coremask, 0x6u);
   EXPECT_FALSE(o.numa);
@@ -458,9 +541,8 @@ TEST(Docs, OptionTableMatchesTheParser) {
   bool ok = true;
   for (const OptionDoc& d : all) {
     const auto [first, last] = rows.equal_range(std::string(d.name));
-    const auto row = std::find_if(first, last, [&](const auto& r) {
-      return r.second.status == to_string(d.status) && r.second.why == d.why;
-    });
+    const auto row = std::find_if(
+        first, last, [&](const auto& r) { return r.second.status == to_string(d.status) && r.second.why == d.why; });
     const std::string tests = row == last ? "?" : row->second.tests;
     expected += fmt::format("| `{}` | {} | {} | {} |\n", d.name, to_string(d.status), d.why, tests);
     if (row == last) {

@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // wirespeed-testpmd: dpdk-testpmd's command line ([EAL options] -- [app options]) on wirespeed.
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstring>
-#include <chrono>
-#include <csignal>
-#include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "app/testpmd/prompt.hpp"
@@ -101,7 +102,8 @@ int main(int argc, char** argv) {
   }
   // -h/--help, before anything else is checked: a newcomer's first command must work.
   const auto asks_help = [](const std::vector<std::string>& args, bool short_too) {
-    return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a == "--help" || (short_too && a == "-h"); });
+    return std::any_of(args.begin(), args.end(),
+                       [&](const std::string& a) { return a == "--help" || (short_too && a == "-h"); });
   };
   if (asks_help(eal_args, true) || asks_help(app_args, false)) {
     std::printf("\nUsage: %s [EAL options] -- [testpmd options]\n\n%s\n%s", argv[0], eal_usage().c_str(),
@@ -118,7 +120,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "Warning: mlockall() failed with error \"%s\"\n", std::strerror(errno));
   // Without SA_RESTART (which std::signal implies on glibc): the signal must interrupt the
   // prompt's blocking read of stdin, or -i would ignore Ctrl-C until the next line.
-  struct sigaction on_stop {};
+  struct sigaction on_stop{};
   on_stop.sa_handler = on_signal;
   sigemptyset(&on_stop.sa_mask);
   sigaction(SIGINT, &on_stop, nullptr);
@@ -132,8 +134,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> eal_params = {argv[0]};
     eal_params.insert(eal_params.end(), eal_args.begin(), eal_args.end());
     auto t = TelemetryServer::start(**tp, std::move(eal_params), app_args);
-    if (t) telemetry = std::move(*t);
-    else log(LogLevel::warning, "{} (running without telemetry)", t.error().message);
+    if (t)
+      telemetry = std::move(*t);
+    else
+      log(LogLevel::warning, "{} (running without telemetry)", t.error().message);
   }
   for (const auto& spec : (*tp)->app().captures)
     if (auto ok = start_capture_option(**tp, spec); !ok) return usage_error(ok.error().message);
@@ -143,7 +147,8 @@ int main(int argc, char** argv) {
     if (!m) return usage_error(m.error().message);
     metrics = std::move(*m);
     const std::string& addr = (*tp)->app().metrics_addr;
-    std::printf("Prometheus metrics on http://%s:%u/metrics\n", addr.substr(0, addr.rfind(':')).c_str(), metrics->port());
+    std::printf("Prometheus metrics on http://%s:%u/metrics\n", addr.substr(0, addr.rfind(':')).c_str(),
+                metrics->port());
   }
   const int rc = run(**tp);
   metrics.reset();
@@ -153,7 +158,9 @@ int main(int argc, char** argv) {
   if (!audit) std::fprintf(stderr, "wirespeed-testpmd: error: %s\n", audit.error().message.c_str());
   const FwdTotals totals = (*tp)->totals();
   if (!accounting_exact(totals))
-    std::fprintf(stderr, "wirespeed-testpmd: error: accounting mismatch: rx %llu + generated %llu != tx %llu + dropped %llu + consumed %llu\n",
+    std::fprintf(stderr,
+                 "wirespeed-testpmd: error: accounting mismatch: rx %llu + generated %llu != tx %llu + dropped %llu + "
+                 "consumed %llu\n",
                  static_cast<unsigned long long>(totals.rx), static_cast<unsigned long long>(totals.generated),
                  static_cast<unsigned long long>(totals.tx), static_cast<unsigned long long>(totals.dropped),
                  static_cast<unsigned long long>(totals.consumed));

@@ -52,8 +52,7 @@ Result<void> Testpmd::set_csum_offload(std::uint16_t port, std::string_view laye
   else if (layer == "tcp")
     c.tcp_hw = hw;
   else
-    return fail("csum set {}: the csum engine computes ip, udp and tcp checksums (no SCTP CRC32c, no tunnels)",
-                layer);
+    return fail("csum set {}: the csum engine computes ip, udp and tcp checksums (no SCTP CRC32c, no tunnels)", layer);
   if (auto ok = apply_csum_config(port); !ok) {
     c = before;
     return ok;

@@ -249,8 +249,8 @@ PromptResult run_terminal_prompt(Testpmd& tp, const std::atomic<bool>& stop_requ
       add_history(line_text.c_str());
       // Saved after every line, so that a session ended by a signal or a crash keeps it.
       if (!history.empty() && write_history(history.c_str()) != 0 && !history_warned) {
-        std::printf("warning: cannot write the history file %s: %s (set %s= to turn history off)\n",
-                    history.c_str(), std::strerror(errno), history_env);
+        std::printf("warning: cannot write the history file %s: %s (set %s= to turn history off)\n", history.c_str(),
+                    std::strerror(errno), history_env);
         history_warned = true;
       }
     }

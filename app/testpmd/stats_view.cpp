@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Statistics output in dpdk-testpmd's layout, so scripts that parse it keep working.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <unistd.h>
 
 #include "app/testpmd/testpmd.hpp"
 
@@ -19,12 +20,12 @@ void Testpmd::print_nic_stats(bool throughput, std::optional<std::uint16_t> only
     if ((only && i != *only) || detached(static_cast<std::uint16_t>(i))) continue;
     const PortStats s = ports_[i]->stats();
     std::printf("\n  %s NIC statistics for port %-2zu %s\n", border, i, border);
-    std::printf("  RX-packets: %-10" PRIu64 " RX-missed: %-10" PRIu64 " RX-bytes:  %-" PRIu64 "\n", s.ipackets, s.imissed,
-                s.ibytes);
+    std::printf("  RX-packets: %-10" PRIu64 " RX-missed: %-10" PRIu64 " RX-bytes:  %-" PRIu64 "\n", s.ipackets,
+                s.imissed, s.ibytes);
     std::printf("  RX-errors: %-" PRIu64 "\n", s.ierrors);
     std::printf("  RX-nombuf:  %-10" PRIu64 "\n", s.rx_nombuf);
-    std::printf("  TX-packets: %-10" PRIu64 " TX-errors: %-10" PRIu64 " TX-bytes:  %-" PRIu64 "\n", s.opackets, s.oerrors,
-                s.obytes);
+    std::printf("  TX-packets: %-10" PRIu64 " TX-errors: %-10" PRIu64 " TX-bytes:  %-" PRIu64 "\n", s.opackets,
+                s.oerrors, s.obytes);
     PortSnapshot& last = last_show_[i];
     const double dt = last.tsc ? static_cast<double>(now - last.tsc) / static_cast<double>(tsc_hz()) : 0.0;
     auto rate = [&](std::uint64_t cur, std::uint64_t prev) -> std::uint64_t {
@@ -84,8 +85,8 @@ void Testpmd::print_forward_stats() const {
     for (const auto& st : streams_)
       if (st->tx_port_id == i) dropped += st->fwd_dropped.read();
     std::printf("\n  %s Forward statistics for port %-2zu %s\n", border, i, border);
-    std::printf("  RX-packets: %-14" PRIu64 " RX-dropped: %-14" PRIu64 "RX-total: %-" PRIu64 "\n", s.ipackets, s.imissed,
-                s.ipackets + s.imissed);
+    std::printf("  RX-packets: %-14" PRIu64 " RX-dropped: %-14" PRIu64 "RX-total: %-" PRIu64 "\n", s.ipackets,
+                s.imissed, s.ipackets + s.imissed);
     if (s.ierrors + s.rx_nombuf > 0) {
       std::printf("  RX-error: %-" PRIu64 "\n", s.ierrors);
       std::printf("  RX-nombufs: %-14" PRIu64 "\n", s.rx_nombuf);

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 namespace ws::testpmd {

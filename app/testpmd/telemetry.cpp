@@ -137,8 +137,10 @@ std::optional<Json> answer(Testpmd& tp, std::string_view cmd, std::optional<std:
   }
   if (cmd == "/eal/params" || cmd == "/eal/app_params") return Json(cmd == "/eal/params" ? eal_args : app_args);
   if (cmd == "/wirespeed/simd")
-    return Json{{"level", simd_name(simd_level())}, {"bits", simd_bits(simd_level())},
-                {"cpu_level", simd_name(cpu_simd_level())}, {"cpu_bits", simd_bits(cpu_simd_level())}};
+    return Json{{"level", simd_name(simd_level())},
+                {"bits", simd_bits(simd_level())},
+                {"cpu_level", simd_name(cpu_simd_level())},
+                {"cpu_bits", simd_bits(cpu_simd_level())}};
   std::lock_guard lock(tp.control_mutex());  // a port may be reconfigured from the prompt
   if (cmd == "/ethdev/list") {
     Json ids = Json::array();
@@ -178,7 +180,7 @@ int bind_socket(const std::string& path) {
   auto* addr = reinterpret_cast<sockaddr*>(&sun);
   if (::bind(fd, addr, sizeof sun) < 0) {
     const int err = errno;
-    struct stat st {};
+    struct stat st{};
     if (err != EADDRINUSE || ::stat(path.c_str(), &st) < 0 || !S_ISSOCK(st.st_mode)) {
       ::close(fd);
       return -err;

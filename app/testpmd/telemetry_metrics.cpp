@@ -20,7 +20,7 @@ namespace {
 struct Metric {
   std::string_view name;
   std::string_view help;
-  std::uint64_t PortStats::*field;
+  std::uint64_t PortStats::* field;
 };
 
 constexpr Metric port_metrics[] = {
@@ -37,7 +37,7 @@ constexpr Metric port_metrics[] = {
 struct QueueMetric {
   std::string_view name;
   std::string_view help;
-  std::vector<std::uint64_t> PortStats::*field;
+  std::vector<std::uint64_t> PortStats::* field;
 };
 
 constexpr QueueMetric queue_metrics[] = {

@@ -23,9 +23,12 @@ std::uint32_t default_mbuf_count(const AppOptions& app) {
 
 std::uint16_t tx_port_for(Topology t, std::size_t rxp, std::size_t n) {
   switch (t) {
-    case Topology::loop: return static_cast<std::uint16_t>(rxp);
-    case Topology::chained: return static_cast<std::uint16_t>((rxp + 1) % n);
-    case Topology::paired: break;
+    case Topology::loop:
+      return static_cast<std::uint16_t>(rxp);
+    case Topology::chained:
+      return static_cast<std::uint16_t>((rxp + 1) % n);
+    case Topology::paired:
+      break;
   }
   if (rxp & 1) return static_cast<std::uint16_t>(rxp - 1);
   return static_cast<std::uint16_t>(rxp + 1 < n ? rxp + 1 : rxp);
@@ -37,9 +40,10 @@ Result<void> check_mode_fits(const Engine& engine, const AppOptions& app) {
   for (auto l : app.txpkts) length += l;
   const std::uint32_t room = app.mbuf_size - mbuf_default_headroom;
   if (engine.name == "flowgen" && length - 4 > room)
-    return fail("flowgen: --txpkts total {} bytes does not fit one mbuf ({} bytes of data room); lower --txpkts or "
-                "raise --mbuf-size",
-                length, room);
+    return fail(
+        "flowgen: --txpkts total {} bytes does not fit one mbuf ({} bytes of data room); lower --txpkts or "
+        "raise --mbuf-size",
+        length, room);
   return {};
 }
 
@@ -52,8 +56,8 @@ Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app)
   const Engine* engine = find_engine(app.forward_mode);
   if (!engine) return fail("--forward-mode={}: unknown mode", app.forward_mode);
   if (auto ok = check_mode_fits(*engine, app); !ok) return std::unexpected(ok.error());
-  const PktmbufPool::Options pool_options{"mb_pool_0", app.total_num_mbufs ? app.total_num_mbufs : default_mbuf_count(app),
-                                          app.mbcache, app.mbuf_size, 0};
+  const PktmbufPool::Options pool_options{
+      "mb_pool_0", app.total_num_mbufs ? app.total_num_mbufs : default_mbuf_count(app), app.mbcache, app.mbuf_size, 0};
   // The pool before the ports: a vhost-user frontend may connect as soon as its port exists, and
   // link events count from each port's start, so the time between the two is kept short.
   PktmbufPool* pool = nullptr;
@@ -61,9 +65,10 @@ Result<std::unique_ptr<Testpmd>> Testpmd::create(EalOptions eal, AppOptions app)
                          fmt::format("{} mbufs of {} bytes; raise -m or lower --total-num-mbufs", pool_options.count,
                                      pool_options.data_room_bytes),
                          [&](Eal& e) -> Result<void> {
-                           std::printf("testpmd: create a new mbuf pool <mb_pool_0>: n=%u, size=%u, socket=0 (%s "
-                                       "pages)\n",
-                                       pool_options.count, app.mbuf_size, e.arena().huge() ? "2 MiB" : "4 KiB");
+                           std::printf(
+                               "testpmd: create a new mbuf pool <mb_pool_0>: n=%u, size=%u, socket=0 (%s "
+                               "pages)\n",
+                               pool_options.count, app.mbuf_size, e.arena().huge() ? "2 MiB" : "4 KiB");
                            auto p = e.create_pktmbuf_pool(pool_options);
                            if (!p) return std::unexpected(p.error());
                            pool = *p;
@@ -93,9 +98,10 @@ Result<std::vector<unsigned>> Testpmd::choose_fwd_lcores(const EalOptions& eal, 
     if (app.coremask && (l.id >= 64 || (*app.coremask >> l.id & 1) == 0)) continue;
     if (l.id == eal.main_lcore) {
       if (app.coremask)
-        return fail("--coremask={:#x}: lcore {} cannot be masked on for running packet forwarding, which is the main "
-                    "lcore and reserved for command line parsing only",
-                    *app.coremask, l.id);
+        return fail(
+            "--coremask={:#x}: lcore {} cannot be masked on for running packet forwarding, which is the main "
+            "lcore and reserved for command line parsing only",
+            *app.coremask, l.id);
       continue;
     }
     ids.push_back(l.id);
@@ -110,9 +116,10 @@ Result<std::vector<unsigned>> Testpmd::choose_fwd_lcores(const EalOptions& eal, 
     if (!app.nb_cores_given) app.nb_cores = static_cast<unsigned>(ids.size());
   }
   if (app.nb_cores > ids.size())
-    return fail("--nb-cores={}: only {} forwarding lcore(s) available (the {} lcores given minus the main lcore{}); "
-                "add lcores with -l or --lcores",
-                app.nb_cores, ids.size(), eal.lcores.size(), app.coremask ? ", within --coremask" : "");
+    return fail(
+        "--nb-cores={}: only {} forwarding lcore(s) available (the {} lcores given minus the main lcore{}); "
+        "add lcores with -l or --lcores",
+        app.nb_cores, ids.size(), eal.lcores.size(), app.coremask ? ", within --coremask" : "");
   return ids;
 }
 
@@ -167,8 +174,9 @@ Result<void> Testpmd::configure_new_port(Port& p) {
 
 Result<void> Testpmd::configure_ports() {
   if (ports_.empty())
-    return fail("no ports: give at least one device with --vdev (e.g. --vdev net_null0 --vdev net_null1) or -a "
-                "(a PCI device bound to uio_pci_generic, e.g. -a 0000:00:04.0)");
+    return fail(
+        "no ports: give at least one device with --vdev (e.g. --vdev net_null0 --vdev net_null1) or -a "
+        "(a PCI device bound to uio_pci_generic, e.g. -a 0000:00:04.0)");
   if (ports_.size() > max_ports) return fail("{} ports given; at most {} are supported", ports_.size(), max_ports);
   for (auto& p : ports_)
     if (auto ok = configure_new_port(*p); !ok) return ok;
@@ -314,9 +322,10 @@ Result<void> Testpmd::start_forwarding(unsigned tx_first_bursts) {
   start_tsc_ = rdtsc();
   stop_tsc_ = 0;
   launch_lcores();
-  std::printf("%s packet forwarding - ports=%zu - cores=%u - streams=%zu - NUMA support %s, MP allocation mode: native\n",
-              std::string(engine_->name).c_str(), fwd_ports_.size(), fwd_core_count_, streams_.size(),
-              app_.numa ? "enabled" : "disabled");
+  std::printf(
+      "%s packet forwarding - ports=%zu - cores=%u - streams=%zu - NUMA support %s, MP allocation mode: native\n",
+      std::string(engine_->name).c_str(), fwd_ports_.size(), fwd_core_count_, streams_.size(),
+      app_.numa ? "enabled" : "disabled");
   std::fflush(stdout);
   return {};
 }
@@ -426,7 +435,8 @@ Result<void> Testpmd::shutdown() {
   std::printf("\nBye...\n");
   std::fflush(stdout);
   if (leaked_ != 0)
-    return fail("mbuf pool audit: {} of {} mbufs were not returned to pool mb_pool_0", leaked_, pool_->mempool().count());
+    return fail("mbuf pool audit: {} of {} mbufs were not returned to pool mb_pool_0", leaked_,
+                pool_->mempool().count());
   return {};
 }
 
@@ -479,7 +489,8 @@ Result<void> Testpmd::set_nb_cores(unsigned n) {
 Result<void> Testpmd::set_txpkts(std::string_view lengths) {
   if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
   // The command-line parser holds the rules (segment count, header room, mbuf fit).
-  const std::vector<std::string> args = {"--txpkts=" + std::string(lengths), fmt::format("--mbuf-size={}", app_.mbuf_size)};
+  const std::vector<std::string> args = {"--txpkts=" + std::string(lengths),
+                                         fmt::format("--mbuf-size={}", app_.mbuf_size)};
   auto parsed = parse_app_args(args);
   if (!parsed) return std::unexpected(parsed.error());
   AppOptions next = app_;
@@ -509,7 +520,8 @@ Result<void> Testpmd::set_promiscuous(std::optional<std::uint16_t> port, bool on
 Result<void> Testpmd::set_nb_ports(unsigned n) {
   if (auto ok = refuse_while_forwarding(forwarding()); !ok) return ok;
   const std::size_t configured = app_.fwd_ports.empty() ? ports_.size() : app_.fwd_ports.size();
-  if (n == 0 || n > configured) return fail("nbport {}: accepted [1, {}] (the forwarding ports configured)", n, configured);
+  if (n == 0 || n > configured)
+    return fail("nbport {}: accepted [1, {}] (the forwarding ports configured)", n, configured);
   const auto before = app_.nb_ports;
   app_.nb_ports = n;
   if (auto ok = choose_fwd_ports(); !ok) {
@@ -672,14 +684,15 @@ Result<void> Testpmd::rebuild_fwd_ports() {
 Result<std::uint16_t> Testpmd::attach_port(std::string_view devargs) {
   if (forwarding()) return fail("Please stop forwarding first");
   if (!devargs.empty() && std::isdigit(static_cast<unsigned char>(devargs.front())))
-    return fail("port attach {}: PCI devices are probed at start-up (-a); attach takes virtual devices (--vdev "
-                "strings such as net_null2)",
-                devargs);
+    return fail(
+        "port attach {}: PCI devices are probed at start-up (-a); attach takes virtual devices (--vdev "
+        "strings such as net_null2)",
+        devargs);
   std::printf("Attaching a new port...\n");
   // The lowest detached id, as DPDK hands out the lowest free port id; else a new one.
   const auto free_slot = std::find(detached_.begin(), detached_.end(), true);
-  const auto slot = static_cast<std::uint16_t>(free_slot == detached_.end() ? ports_.size()
-                                                                            : free_slot - detached_.begin());
+  const auto slot =
+      static_cast<std::uint16_t>(free_slot == detached_.end() ? ports_.size() : free_slot - detached_.begin());
   if (slot >= ports_.size() && ports_.size() >= max_ports) return fail("port attach: {} ports already", max_ports);
   for (const auto& p : ports_)
     if (p->name() == devargs.substr(0, devargs.find(',')))
@@ -722,13 +735,18 @@ Result<void> Testpmd::detach_port(std::uint16_t port) {
 Result<void> Testpmd::set_port_queues(std::string_view what, std::uint16_t n) {
   for (auto& p : ports_)
     if (p->started()) return fail("Please stop all ports first (port {} is started)", p->id());
-  std::uint16_t AppOptions::*field = nullptr;
+  std::uint16_t AppOptions::* field = nullptr;
   std::uint16_t max = 65535;
-  if (what == "rxq") field = &AppOptions::rxq, max = port_max_queues;
-  else if (what == "txq") field = &AppOptions::txq, max = port_max_queues;
-  else if (what == "rxd") field = &AppOptions::rxd;
-  else if (what == "txd") field = &AppOptions::txd;
-  else return fail("port config all {}: accepted rxq, txq, rxd, txd", what);
+  if (what == "rxq")
+    field = &AppOptions::rxq, max = port_max_queues;
+  else if (what == "txq")
+    field = &AppOptions::txq, max = port_max_queues;
+  else if (what == "rxd")
+    field = &AppOptions::rxd;
+  else if (what == "txd")
+    field = &AppOptions::txd;
+  else
+    return fail("port config all {}: accepted rxq, txq, rxd, txd", what);
   if (n == 0 || n > max) return fail("port config all {} {}: accepted [1, {}]", what, n, max);
   app_.*field = n;
   reconfig_.assign(ports_.size(), true);

@@ -2,20 +2,20 @@
 // The testpmd application state: ports, the mbuf pool, streams and forwarding lcores, and the
 // start/stop/teardown sequence. main.cpp parses the command line and drives it.
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
-#include <atomic>
 #include <mutex>
-#include <thread>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "app/testpmd/app_args.hpp"
-#include "ws/eal/eal.hpp"
-#include "ws/eal/eal_args.hpp"
 #include "app/testpmd/fwd/engine.hpp"
 #include "ws/core/arena.hpp"
 #include "ws/core/mbuf.hpp"
+#include "ws/eal/eal.hpp"
+#include "ws/eal/eal_args.hpp"
 #include "ws/pci/device.hpp"
 #include "ws/port/driver.hpp"
 
@@ -144,11 +144,11 @@ class Testpmd {
   Result<void> configure_ports();  // the Eal's ports, configured and started as the options say
   // --coremask, or every lcore but the main one; may set app.nb_cores, as dpdk-testpmd does.
   static Result<std::vector<unsigned>> choose_fwd_lcores(const EalOptions& eal, AppOptions& app);
-  Result<void> choose_fwd_ports();   // --portmask/--portlist and --nb-ports, checked against the ports
-  Result<void> rebuild_fwd_ports();  // after attach/detach: forwarding ports and streams again
+  Result<void> choose_fwd_ports();           // --portmask/--portlist and --nb-ports, checked against the ports
+  Result<void> rebuild_fwd_ports();          // after attach/detach: forwarding ports and streams again
   Result<void> configure_new_port(Port& p);  // the command line's queues, offloads and MTU
   Result<void> setup_streams();
-  void flush_rx_queues();            // as dpdk-testpmd's flush_fwd_rx_queues
+  void flush_rx_queues();  // as dpdk-testpmd's flush_fwd_rx_queues
   Result<void> reconfigure_port(Port& p);
   // What configure() gets for `p`: queue counts, and the TX offloads the csum settings enabled.
   PortConfig port_config(const Port& p) const;
@@ -163,31 +163,32 @@ class Testpmd {
 
   EalOptions eal_;
   AppOptions app_;
-  std::unique_ptr<Eal> env_;  // memory, drivers, PCI devices and ports; outlives what uses them
+  std::unique_ptr<Eal> env_;                         // memory, drivers, PCI devices and ports; outlives what uses them
   const std::vector<std::unique_ptr<Port>>& ports_;  // env_'s, by id
-  PktmbufPool* pool_ = nullptr;  // env_'s
+  PktmbufPool* pool_ = nullptr;                      // env_'s
   FwdConfig fwd_config_;
   const Engine* engine_ = nullptr;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<FwdLcore>> fwd_lcores_;
   std::vector<LcoreThread> lcores_;
   unsigned fwd_core_count_ = 0;
-  std::vector<unsigned> fwd_lcore_ids_;     // lcores forwarding may run on, in order
-  std::vector<std::uint16_t> fwd_ports_;    // ports forwarding uses
+  std::vector<unsigned> fwd_lcore_ids_;   // lcores forwarding may run on, in order
+  std::vector<std::uint16_t> fwd_ports_;  // ports forwarding uses
   std::vector<PortSnapshot> start_;
   std::vector<PortSnapshot> last_show_;
   std::vector<std::map<std::string, std::uint64_t>> last_xstats_;
-  std::vector<std::map<std::string, std::uint64_t>> xstats_base_;  // per port: values at the last clear  // per port: --display-xstats values shown
+  std::vector<std::map<std::string, std::uint64_t>>
+      xstats_base_;  // per port: values at the last clear  // per port: --display-xstats values shown
   std::uint64_t start_tsc_ = 0;
   std::uint64_t stop_tsc_ = 0;
   std::uint64_t leaked_ = 0;
   bool shut_down_ = false;
   unsigned verbose_ = 0;
-  std::vector<bool> reconfig_;                     // per port: "port config" not yet applied
-  std::vector<bool> closed_;                       // per port: closed, until reset
-  std::vector<bool> detached_;                     // per port id: detached (a DetachedPort holds the slot)
+  std::vector<bool> reconfig_;                        // per port: "port config" not yet applied
+  std::vector<bool> closed_;                          // per port: closed, until reset
+  std::vector<bool> detached_;                        // per port id: detached (a DetachedPort holds the slot)
   std::vector<std::unique_ptr<Port>> verbose_ports_;  // per port: printing proxies (verbose > 0)
-  std::vector<std::unique_ptr<Port>> rx_taps_;     // per port: capture proxies
+  std::vector<std::unique_ptr<Port>> rx_taps_;        // per port: capture proxies
   std::mutex control_mutex_;
   std::vector<bool> link_at_start_;  // per port: link up right after start-up started it
   std::thread link_monitor_;

@@ -2,8 +2,6 @@
 // l2fwd on wirespeed: DPDK's L2 forwarding example. Enabled ports are paired in order (0<->1,
 // 2<->3); what one receives the other sends, with the destination MAC set to 02:00:00:00:00:<port>
 // and the source to the sending port's. Per-port counts every -T seconds and at exit.
-#include <ws/wirespeed.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <cinttypes>
@@ -13,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <ws/wirespeed.hpp>
 
 namespace {
 
@@ -34,8 +33,10 @@ struct Options {
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "l2fwd: error: %s\nusage: l2fwd [EAL options] -- -p PORTMASK [-q NQ] [-T PERIOD] "
-                       "[--[no-]mac-updating]\n", message.c_str());
+  std::fprintf(stderr,
+               "l2fwd: error: %s\nusage: l2fwd [EAL options] -- -p PORTMASK [-q NQ] [-T PERIOD] "
+               "[--[no-]mac-updating]\n",
+               message.c_str());
   std::exit(2);
 }
 
@@ -55,12 +56,18 @@ Options parse_app_args(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) usage_error("option " + a + " needs a value");
       return args[++i];
     };
-    if (a == "-p") o.portmask = value();
-    else if (a == "-q") o.per_lcore = parse_number("-q", value(), 1, max_ports_per_lcore);
-    else if (a == "-T") o.period_s = parse_number("-T", value(), 0, 86400);
-    else if (a == "--mac-updating") o.mac_updating = true;
-    else if (a == "--no-mac-updating") o.mac_updating = false;
-    else usage_error("unknown option '" + a + "'");
+    if (a == "-p")
+      o.portmask = value();
+    else if (a == "-q")
+      o.per_lcore = parse_number("-q", value(), 1, max_ports_per_lcore);
+    else if (a == "-T")
+      o.period_s = parse_number("-T", value(), 0, 86400);
+    else if (a == "--mac-updating")
+      o.mac_updating = true;
+    else if (a == "--no-mac-updating")
+      o.mac_updating = false;
+    else
+      usage_error("unknown option '" + a + "'");
   }
   if (o.portmask.empty()) usage_error("-p PORTMASK is required");
   return o;
@@ -71,13 +78,14 @@ void print_stats(const std::vector<std::uint16_t>& ports, const std::vector<Port
   std::printf("\033[2J\033[1;1H\nPort statistics ====================================");
   for (std::uint16_t p : ports) {
     std::printf("\nStatistics for port %u ------------------------------\nPackets sent: %24" PRIu64
-                "\nPackets received: %20" PRIu64 "\nPackets dropped: %21" PRIu64, p, c[p].tx.read(), c[p].rx.read(),
-                c[p].dropped.read());
+                "\nPackets received: %20" PRIu64 "\nPackets dropped: %21" PRIu64,
+                p, c[p].tx.read(), c[p].rx.read(), c[p].dropped.read());
     tx += c[p].tx.read(), rx += c[p].rx.read(), dropped += c[p].dropped.read();
   }
   std::printf("\nAggregate statistics ===============================\nTotal packets sent: %18" PRIu64
               "\nTotal packets received: %14" PRIu64 "\nTotal packets dropped: %15" PRIu64
-              "\n====================================================\n", tx, rx, dropped);
+              "\n====================================================\n",
+              tx, rx, dropped);
   std::fflush(stdout);
 }
 
@@ -91,11 +99,14 @@ int main(int argc, char** argv) {
   const std::size_t nb_ports = eal_options->vdevs.size();
   const std::size_t nb_lcores = eal_options->lcores.size();
   // DPDK's l2fwd pool: every port's descriptors, a burst and each lcore's cache.
-  const ws::PktmbufPool::Options pool_options{
-      "mbuf_pool", static_cast<std::uint32_t>(std::max<std::size_t>(nb_ports * (2 * descriptors + max_burst + nb_lcores * 256), 8192)), 256};
+  const ws::PktmbufPool::Options pool_options{"mbuf_pool",
+                                              static_cast<std::uint32_t>(std::max<std::size_t>(
+                                                  nb_ports * (2 * descriptors + max_burst + nb_lcores * 256), 8192)),
+                                              256};
   auto eal = ws::Eal::create(std::move(*eal_options), ws::PktmbufPool::memory_bytes(pool_options));
   if (!eal) usage_error(eal.error().message);
-  if ((*eal)->port_count() == 0) usage_error("no ports: give them with --vdev (e.g. --vdev net_null0 --vdev net_null1)");
+  if ((*eal)->port_count() == 0)
+    usage_error("no ports: give them with --vdev (e.g. --vdev net_null0 --vdev net_null1)");
   auto ports = ws::parse_port_mask(opt.portmask, (*eal)->port_count());
   if (!ports) usage_error("-p: " + ports.error().message);
   opt.ports = *ports;
@@ -114,7 +125,8 @@ int main(int argc, char** argv) {
   std::size_t lc = 0;
   for (std::uint16_t p : opt.ports) {
     while (lc < lcores.size() && rx_ports[lc].size() >= opt.per_lcore) ++lc;
-    if (lc == lcores.size()) usage_error("not enough lcores for -q " + std::to_string(opt.per_lcore) + " and -p " + opt.portmask);
+    if (lc == lcores.size())
+      usage_error("not enough lcores for -q " + std::to_string(opt.per_lcore) + " and -p " + opt.portmask);
     rx_ports[lc].push_back(p);
     std::printf("Lcore %u: RX port %u TX port %u\n", lcores[lc], p, dst[p]);
   }

@@ -3,8 +3,6 @@
 // IPv4 packet goes to the port its destination's route names, TTL decremented (checksum updated,
 // RFC 1624), Ethernet addresses rewritten; unrouted, expired and non-IPv4 packets are dropped
 // and counted. Routes: DPDK's route file (--rule_ipv4), --route, or DPDK's default table.
-#include <ws/wirespeed.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <cinttypes>
@@ -14,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <ws/wirespeed.hpp>
 
 namespace {
 
@@ -30,17 +29,19 @@ struct RxQueue {
 
 struct Options {
   std::string portmask, rule_file;
-  std::vector<std::string> routes;          // --route PREFIX,PORT
-  std::vector<RxQueue> config;              // --config
+  std::vector<std::string> routes;  // --route PREFIX,PORT
+  std::vector<RxQueue> config;      // --config
   std::vector<std::pair<std::uint16_t, ws::MacAddress>> eth_dest;
   std::uint16_t rxd = 1024, txd = 1024;
-  unsigned period_s = 0;                    // -T (ours): periodic stats
+  unsigned period_s = 0;  // -T (ours): periodic stats
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "l3fwd: error: %s\nusage: l3fwd [EAL options] -- -p PORTMASK [-P] [--config (port,queue,lcore)"
+  std::fprintf(stderr,
+               "l3fwd: error: %s\nusage: l3fwd [EAL options] -- -p PORTMASK [-P] [--config (port,queue,lcore)"
                "[,...]] [--rule_ipv4=FILE] [--route=PREFIX,PORT]... [--eth-dest=X,MM:MM:MM:MM:MM:MM] "
-               "[--rx-queue-size N] [--tx-queue-size N] [--parse-ptype] [--lookup=lpm] [-T PERIOD]\n", message.c_str());
+               "[--rx-queue-size N] [--tx-queue-size N] [--parse-ptype] [--lookup=lpm] [-T PERIOD]\n",
+               message.c_str());
   std::exit(2);
 }
 
@@ -62,22 +63,31 @@ Options parse_app_args(const std::vector<std::string>& args) {
       if (v.empty()) usage_error("option " + a + " needs a value");
       return v;
     };
-    if (a == "-p") o.portmask = value();
-    else if (a == "--rule_ipv4") o.rule_file = value();
-    else if (a == "--route") o.routes.push_back(value());
-    else if (a == "--rx-queue-size") o.rxd = static_cast<std::uint16_t>(number(a, value(), 4096));
-    else if (a == "--tx-queue-size") o.txd = static_cast<std::uint16_t>(number(a, value(), 4096));
-    else if (a == "-T") o.period_s = number(a, value(), 86400);
-    else if (a == "-P" || a == "-L" || a == "--parse-ptype" || a == "--no-numa") continue;  // always so here
-    else if (a == "--lookup") { if (value() != "lpm") usage_error("--lookup=" + v + ": only lpm is available"); }
-    else if (a == "--config") {
+    if (a == "-p")
+      o.portmask = value();
+    else if (a == "--rule_ipv4")
+      o.rule_file = value();
+    else if (a == "--route")
+      o.routes.push_back(value());
+    else if (a == "--rx-queue-size")
+      o.rxd = static_cast<std::uint16_t>(number(a, value(), 4096));
+    else if (a == "--tx-queue-size")
+      o.txd = static_cast<std::uint16_t>(number(a, value(), 4096));
+    else if (a == "-T")
+      o.period_s = number(a, value(), 86400);
+    else if (a == "-P" || a == "-L" || a == "--parse-ptype" || a == "--no-numa")
+      continue;  // always so here
+    else if (a == "--lookup") {
+      if (value() != "lpm") usage_error("--lookup=" + v + ": only lpm is available");
+    } else if (a == "--config") {
       const std::string& text = value();
       for (const char* s = text.c_str(); *s;) {
         unsigned port, queue, lcore;
         int used = 0;
         if (std::sscanf(s, " (%u ,%u ,%u )%n", &port, &queue, &lcore, &used) != 3 || used == 0 || port > 63 ||
             queue > 63 || (s[used] != '\0' && s[used] != ','))
-          usage_error("--config '" + text + "': expected (port,queue,lcore)[,(port,queue,lcore)...], port and queue < 64");
+          usage_error("--config '" + text +
+                      "': expected (port,queue,lcore)[,(port,queue,lcore)...], port and queue < 64");
         o.config.push_back({static_cast<std::uint16_t>(port), static_cast<std::uint16_t>(queue), lcore});
         s += used + (s[used] == ',');
       }
@@ -87,7 +97,8 @@ Options parse_app_args(const std::vector<std::string>& args) {
       auto mac = ws::MacAddress::parse(comma == std::string::npos ? "" : text.substr(comma + 1));
       if (!mac) usage_error("--eth-dest '" + text + "': expected PORT,MM:MM:MM:MM:MM:MM");
       o.eth_dest.emplace_back(static_cast<std::uint16_t>(number("--eth-dest port", text.substr(0, comma), 63)), *mac);
-    } else usage_error("unknown option '" + a + "'");
+    } else
+      usage_error("unknown option '" + a + "'");
   }
   if (o.portmask.empty()) usage_error("-p PORTMASK is required");
   return o;
@@ -119,8 +130,9 @@ void print_stats(const std::vector<std::uint16_t>& ports, const std::vector<std:
       const Counters& k = lcore[p];
       for (int i = 0; const ws::Counter* x : {&k.tx, &k.rx, &k.dropped, &k.no_route, &k.bad}) v[i++] += x->read();
     }
-    std::printf("\nStatistics for port %u ------------------------------\nPackets sent: %24" PRIu64 "\nPackets received: %20" PRIu64
-                "\nPackets dropped: %21" PRIu64 "\nPackets with no route: %15" PRIu64 "\nPackets not forwardable: %13" PRIu64,
+    std::printf("\nStatistics for port %u ------------------------------\nPackets sent: %24" PRIu64
+                "\nPackets received: %20" PRIu64 "\nPackets dropped: %21" PRIu64 "\nPackets with no route: %15" PRIu64
+                "\nPackets not forwardable: %13" PRIu64,
                 p, v[0], v[1], v[2], v[3], v[4]);
   }
   std::printf("\n====================================================\n");
@@ -145,8 +157,9 @@ struct Forwarder {
     const auto* ip = reinterpret_cast<const ws::Ipv4Hdr*>(eth + 1);
     const unsigned ihl = ip->version_ihl & 0xfu;
     addr = ws::from_be32(ip->dst_addr_be);
-    return m.data_len >= sizeof(ws::EtherHdr) + sizeof(ws::Ipv4Hdr) && eth->ether_type_be == ws::to_be16(ws::ether_type_ipv4) &&
-           (ip->version_ihl >> 4) == 4 && ihl >= 5 && ws::from_be16(ip->total_length_be) >= ihl * 4 && ip->ttl > 1;
+    return m.data_len >= sizeof(ws::EtherHdr) + sizeof(ws::Ipv4Hdr) &&
+           eth->ether_type_be == ws::to_be16(ws::ether_type_ipv4) && (ip->version_ihl >> 4) == 4 && ihl >= 5 &&
+           ws::from_be16(ip->total_length_be) >= ihl * 4 && ip->ttl > 1;
   }
 
   void burst(std::uint16_t in, ws::Mbuf** pkts, std::uint16_t n) {
@@ -195,8 +208,11 @@ int main(int argc, char** argv) {
   auto eal_options = ws::parse_eal_args(args.eal);
   if (!eal_options) usage_error(eal_options.error().message);
   const Options opt = parse_app_args(args.app);
-  const ws::PktmbufPool::Options pool_options{"mbuf_pool", static_cast<std::uint32_t>(std::max<std::size_t>(
-      eal_options->vdevs.size() * (opt.rxd + opt.txd + max_burst + eal_options->lcores.size() * 256), 8192)), 256};
+  const ws::PktmbufPool::Options pool_options{
+      "mbuf_pool",
+      static_cast<std::uint32_t>(std::max<std::size_t>(
+          eal_options->vdevs.size() * (opt.rxd + opt.txd + max_burst + eal_options->lcores.size() * 256), 8192)),
+      256};
   auto eal = ws::Eal::create(std::move(*eal_options), ws::PktmbufPool::memory_bytes(pool_options));
   if (!eal) usage_error(eal.error().message);
   ws::Eal& e = **eal;
@@ -211,9 +227,12 @@ int main(int argc, char** argv) {
   const std::vector<unsigned> lcores = e.lcore_ids();
   std::vector<std::uint16_t> rx_queues(e.port_count());
   for (const RxQueue& q : config) {
-    const std::string where = "--config (" + std::to_string(q.port) + "," + std::to_string(q.queue) + "," + std::to_string(q.lcore) + "): ";
-    if (q.port >= e.port_count() || !enabled[q.port]) usage_error(where + "port " + std::to_string(q.port) + " is not in -p " + opt.portmask);
-    if (!e.has_lcore(q.lcore)) usage_error(where + "lcore " + std::to_string(q.lcore) + " is not one of the EAL lcores");
+    const std::string where =
+        "--config (" + std::to_string(q.port) + "," + std::to_string(q.queue) + "," + std::to_string(q.lcore) + "): ";
+    if (q.port >= e.port_count() || !enabled[q.port])
+      usage_error(where + "port " + std::to_string(q.port) + " is not in -p " + opt.portmask);
+    if (!e.has_lcore(q.lcore))
+      usage_error(where + "lcore " + std::to_string(q.lcore) + " is not one of the EAL lcores");
     rx_queues[q.port] = std::max<std::uint16_t>(rx_queues[q.port], static_cast<std::uint16_t>(q.queue + 1));
   }
   // One route table for every lcore; routes to ports outside -p are skipped, as DPDK's l3fwd does.
@@ -229,12 +248,15 @@ int main(int argc, char** argv) {
   auto pool = e.create_pktmbuf_pool(pool_options);
   if (!pool) usage_error(pool.error().message);
   std::vector<ws::MacAddress> src(e.port_count()), dst(e.port_count());
-  for (std::uint16_t p = 0; p < e.port_count(); ++p) dst[p] = ws::MacAddress{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(p)}};
-  for (const auto& [p, mac] : opt.eth_dest) if (p < e.port_count()) dst[p] = mac;
+  for (std::uint16_t p = 0; p < e.port_count(); ++p)
+    dst[p] = ws::MacAddress{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(p)}};
+  for (const auto& [p, mac] : opt.eth_dest)
+    if (p < e.port_count()) dst[p] = mac;
   for (std::uint16_t p : ports) {  // every port gets RX queues per --config and a TX queue per lcore
     ws::Port& port = e.port(p);
     auto ok = port.configure({std::max<std::uint16_t>(rx_queues[p], 1), static_cast<std::uint16_t>(lcores.size())});
-    for (std::uint16_t q = 0; ok && q < std::max<std::uint16_t>(rx_queues[p], 1); ++q) ok = port.setup_rx_queue(q, {opt.rxd, *pool});
+    for (std::uint16_t q = 0; ok && q < std::max<std::uint16_t>(rx_queues[p], 1); ++q)
+      ok = port.setup_rx_queue(q, {opt.rxd, *pool});
     for (std::uint16_t q = 0; ok && q < lcores.size(); ++q) ok = port.setup_tx_queue(q, {opt.txd});
     if (ok) ok = port.start();
     if (!ok) usage_error("port " + std::to_string(p) + ": " + ok.error().message);
@@ -252,7 +274,8 @@ int main(int argc, char** argv) {
     Forwarder f{e, **lpm, ports, src, dst, counters[me], me, std::vector<std::vector<ws::Mbuf*>>(e.port_count())};
     for (auto& o : f.out) o.reserve(max_burst);  // no allocation while forwarding
     std::vector<RxQueue> mine;
-    for (const RxQueue& q : config) if (q.lcore == lcore) mine.push_back(q);
+    for (const RxQueue& q : config)
+      if (q.lcore == lcore) mine.push_back(q);
     ws::Mbuf* pkts[max_burst];
     std::uint64_t last = ws::rdtsc();
     while (!force_quit.load(std::memory_order_relaxed)) {

@@ -65,9 +65,10 @@ std::string_view iova_mode_name(IovaMode m) { return m == IovaMode::pa ? "pa" : 
 Result<std::uint64_t> physical_address(const void* p, const std::string& pagemap, std::string_view what) {
   const int fd = ::open(pagemap.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return fail("{}: cannot open {} to learn physical addresses: {} (IOVA as physical addresses needs root; or "
-                "use --iova-mode=va with a device behind an IOMMU)",
-                what, pagemap, std::strerror(errno));
+    return fail(
+        "{}: cannot open {} to learn physical addresses: {} (IOVA as physical addresses needs root; or "
+        "use --iova-mode=va with a device behind an IOMMU)",
+        what, pagemap, std::strerror(errno));
   const std::size_t small_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const auto va = reinterpret_cast<std::uintptr_t>(p);
   std::uint64_t entry = 0;
@@ -103,16 +104,18 @@ Result<std::unique_ptr<Arena>> Arena::create(const ArenaOptions& options) {
   if (options.iova == IovaMode::pa) {
     // Plain pages may move and be swapped; a device must be given memory that stays put.
     if (options.huge == HugePolicy::never)
-      return fail("arena '{}': IOVA as physical addresses (--iova-mode=pa, needed by PCI devices on "
-                  "uio_pci_generic) needs huge pages, which do not move; drop --no-huge and reserve huge pages "
-                  "(echo 512 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)",
-                  options.name);
+      return fail(
+          "arena '{}': IOVA as physical addresses (--iova-mode=pa, needed by PCI devices on "
+          "uio_pci_generic) needs huge pages, which do not move; drop --no-huge and reserve huge pages "
+          "(echo 512 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)",
+          options.name);
     const std::size_t want = round_up(options.size_bytes, huge_2m);
     if (free_huge_pages_2m() * huge_2m < want)
-      return fail("arena '{}': IOVA as physical addresses (--iova-mode=pa, needed by PCI devices on "
-                  "uio_pci_generic) needs {} MiB of huge pages and {} MiB are free; reserve more (echo N > "
-                  "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) or lower --total-num-mbufs",
-                  options.name, want >> 20, free_huge_pages_2m() * 2);
+      return fail(
+          "arena '{}': IOVA as physical addresses (--iova-mode=pa, needed by PCI devices on "
+          "uio_pci_generic) needs {} MiB of huge pages and {} MiB are free; reserve more (echo N > "
+          "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) or lower --total-num-mbufs",
+          options.name, want >> 20, free_huge_pages_2m() * 2);
     ArenaOptions huge = options;
     huge.huge = HugePolicy::required;
     huge.iova = IovaMode::va;
@@ -161,8 +164,8 @@ Result<void*> Arena::allocate(std::size_t size, std::size_t align, std::string_v
   if (iova_mode_ == IovaMode::pa && size <= page_ && start / page_ != (start + size - 1) / page_)
     start = round_up(start, page_);
   if (start > size_ || size > size_ - start)
-    return fail("arena '{}' is too small for {} ({} bytes requested, {} of {} bytes free); raise -m",
-                name_, what, size, size_ - std::min(used_, size_), size_);
+    return fail("arena '{}' is too small for {} ({} bytes requested, {} of {} bytes free); raise -m", name_, what, size,
+                size_ - std::min(used_, size_), size_);
   used_ = start + size;
   return static_cast<void*>(base_ + start);
 }
@@ -172,16 +175,16 @@ std::size_t Arena::used_bytes() const {
   return used_;
 }
 
-Result<std::unique_ptr<PrivateMemory>> PrivateMemory::create(std::size_t size_bytes, bool huge,
-                                                               std::string_view what) {
+Result<std::unique_ptr<PrivateMemory>> PrivateMemory::create(std::size_t size_bytes, bool huge, std::string_view what) {
   if (size_bytes == 0) return fail("{}: size must be > 0", what);
   if (huge) {
     // Huge pages when some are still free; the arena usually took most of them, so this is a
     // wish, not a requirement.
     const std::size_t size = round_up(size_bytes, huge_2m);
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
-                   -1, 0);
-    if (p != MAP_FAILED) return std::unique_ptr<PrivateMemory>(new PrivateMemory(static_cast<std::byte*>(p), size, true));
+    void* p =
+        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+    if (p != MAP_FAILED)
+      return std::unique_ptr<PrivateMemory>(new PrivateMemory(static_cast<std::byte*>(p), size, true));
   }
   const std::size_t size = round_up(size_bytes, static_cast<std::size_t>(sysconf(_SC_PAGESIZE)));
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -33,10 +33,10 @@ enum class IovaMode {
 
 /// What Arena::create maps.
 struct ArenaOptions {
-  std::string name = "wirespeed";          ///< Names the memfd (seen in /proc/PID/maps) and errors.
-  std::size_t size_bytes = 0;              ///< Bytes to map, > 0; rounded up to the page size.
+  std::string name = "wirespeed";           ///< Names the memfd (seen in /proc/PID/maps) and errors.
+  std::size_t size_bytes = 0;               ///< Bytes to map, > 0; rounded up to the page size.
   HugePolicy huge = HugePolicy::automatic;  ///< Page size policy.
-  IovaMode iova = IovaMode::va;            ///< What iova() returns: virtual or physical addresses.
+  IovaMode iova = IovaMode::va;             ///< What iova() returns: virtual or physical addresses.
 };
 
 /// One block of shareable memory, mapped once and never grown; pools and rings are carved from
@@ -57,7 +57,7 @@ class Arena {
   std::size_t used_bytes() const;                    ///< Bytes carved so far. Thread-safe.
   std::size_t page_bytes() const { return page_; }   ///< Page size backing it: 4 KiB or 2 MiB.
   bool huge() const { return huge_; }                ///< True when on 2 MiB huge pages.
-  int fd() const { return fd_; }  ///< The memfd, for sharing with a vhost-user peer (SET_MEM_TABLE).
+  int fd() const { return fd_; }                     ///< The memfd, for sharing with a vhost-user peer (SET_MEM_TABLE).
   const std::string& name() const { return name_; }  ///< The name given at creation.
   /// True when [p, p + len) lies inside the arena.
   bool contains(const void* p, std::size_t len) const;

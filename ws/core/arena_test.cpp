@@ -6,9 +6,9 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
-#include <unistd.h>
 
 #include "ws/core/mbuf.hpp"
 #include "ws/testing/require.hpp"

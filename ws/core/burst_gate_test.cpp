@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // BurstGate: close() returns only when the lcore is outside and will not enter until open().
 #include "ws/core/burst_gate.hpp"
-#include "ws/testing/require.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdint>
 #include <thread>
+
+#include "ws/testing/require.hpp"
 
 namespace ws {
 namespace {

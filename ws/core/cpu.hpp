@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // CPU facts the hot path relies on: cache-line size, prefetch, the time-stamp counter.
 #pragma once
-#include <cstdint>
 #include <x86intrin.h>
+
+#include <cstdint>
 
 namespace ws {
 

@@ -47,14 +47,13 @@ Result<DevArgs> DevArgs::parse(std::string_view text) {
     if (!std::all_of(key.begin(), key.end(), valid_name_char))
       return fail("device '{}': key '{}' has characters outside [A-Za-z0-9_.:-]", text, key);
     if (eq == std::string_view::npos) out.bare_.emplace_back(key);
-    out.pairs_.emplace_back(std::string(key), eq == std::string_view::npos ? std::string() : std::string(f.substr(eq + 1)));
+    out.pairs_.emplace_back(std::string(key),
+                            eq == std::string_view::npos ? std::string() : std::string(f.substr(eq + 1)));
   }
   return out;
 }
 
-bool DevArgs::bare(std::string_view key) const {
-  return std::find(bare_.begin(), bare_.end(), key) != bare_.end();
-}
+bool DevArgs::bare(std::string_view key) const { return std::find(bare_.begin(), bare_.end(), key) != bare_.end(); }
 
 bool DevArgs::has(std::string_view key) const { return get(key).has_value(); }
 
@@ -88,8 +87,8 @@ Result<std::uint64_t> DevArgs::get_uint(std::string_view key, std::uint64_t defa
   const auto v = get(key);
   if (!v) return default_value;
   if (bare(key))
-    return fail("device '{}': key '{}' has no value, expected key=value with an unsigned integer in [{}, {}]",
-                name_, key, min, max);
+    return fail("device '{}': key '{}' has no value, expected key=value with an unsigned integer in [{}, {}]", name_,
+                key, min, max);
   std::uint64_t n = 0;
   int base = 10;
   std::string_view digits = *v;
@@ -99,8 +98,8 @@ Result<std::uint64_t> DevArgs::get_uint(std::string_view key, std::uint64_t defa
   }
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n, base);
   if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
-    return fail("device '{}': key '{}' has value '{}', expected an unsigned integer in [{}, {}]", name_, key, *v,
-                min, max);
+    return fail("device '{}': key '{}' has value '{}', expected an unsigned integer in [{}, {}]", name_, key, *v, min,
+                max);
   if (n < min || n > max)
     return fail("device '{}': key '{}' has value {}, expected a value in [{}, {}]", name_, key, n, min, max);
   return n;

@@ -19,7 +19,7 @@ namespace ws {
 /// One key a driver accepts, for validation and help.
 struct ParamSpec {
   std::string_view key;            ///< The key, as in "size" of "net_null0,size=64".
-  std::string_view type;  ///< "uint", "bool", "path", "string", ...
+  std::string_view type;           ///< "uint", "bool", "path", "string", ...
   std::string_view default_value;  ///< What applies when the key is absent (text, for help).
   std::string_view help;           ///< One line on what the key does.
 };
@@ -58,7 +58,7 @@ class DevArgs {
   std::string text_;
   std::string name_;
   std::vector<std::pair<std::string, std::string>> pairs_;  // a bare key has an empty value
-  std::vector<std::string> bare_;                            // keys given without '='
+  std::vector<std::string> bare_;                           // keys given without '='
   bool bare(std::string_view key) const;
 };
 

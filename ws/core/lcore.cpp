@@ -2,11 +2,12 @@
 // Lcore list parsing (DPDK syntax), pinning and launch.
 #include "ws/core/lcore.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <pthread.h>
-#include <sched.h>
 
 #include "ws/core/log.hpp"
 
@@ -50,7 +51,8 @@ Result<std::vector<unsigned>> parse_set(std::string_view s, std::string_view opt
       hi = *h;
     }
     if (hi < *lo) return fail("{} '{}': range '{}' runs backwards", option, whole, item);
-    if (hi >= max_lcores) return fail("{} '{}': {} is beyond the maximum lcore id {}", option, whole, hi, max_lcores - 1);
+    if (hi >= max_lcores)
+      return fail("{} '{}': {} is beyond the maximum lcore id {}", option, whole, hi, max_lcores - 1);
     for (unsigned v = *lo; v <= hi; ++v) out.push_back(v);
   }
   if (out.empty()) return fail("{} '{}': empty list", option, whole);
@@ -61,9 +63,10 @@ Result<void> check_cpus_exist(const std::vector<unsigned>& cpus, std::string_vie
   const auto avail = available_cpus();
   for (unsigned c : cpus) {
     if (std::find(avail.begin(), avail.end(), c) == avail.end())
-      return fail("{} '{}': CPU {} is not available on this machine (available: {}); map lcores to existing "
-                  "CPUs with --lcores, e.g. --lcores '0@0,1@0'",
-                  option, whole, c, cpus_text(avail));
+      return fail(
+          "{} '{}': CPU {} is not available on this machine (available: {}); map lcores to existing "
+          "CPUs with --lcores, e.g. --lcores '0@0,1@0'",
+          option, whole, c, cpus_text(avail));
   }
   return {};
 }

@@ -2,12 +2,13 @@
 // Lcore option parsing (-l, -c, --lcores) against the CPUs this machine really has, and the
 // thread-local lcore id that LcoreThread sets.
 #include "ws/core/lcore.hpp"
-#include "ws/testing/require.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+
+#include "ws/testing/require.hpp"
 
 namespace ws {
 namespace {
@@ -19,8 +20,7 @@ bool two_cpu_machine() {
   return cpus == std::vector<unsigned>{0, 1};
 }
 
-#define REQUIRE_TWO_CPUS() \
-  WS_REQUIRE(two_cpu_machine(), "needs exactly CPUs 0 and 1 available")
+#define REQUIRE_TWO_CPUS() WS_REQUIRE(two_cpu_machine(), "needs exactly CPUs 0 and 1 available")
 
 void expect_error(const Result<std::vector<LcoreConfig>>& r, std::initializer_list<std::string_view> needles) {
   ASSERT_FALSE(r.has_value());

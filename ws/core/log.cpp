@@ -14,7 +14,7 @@ namespace ws {
 namespace {
 
 std::atomic<int> current_level{static_cast<int>(LogLevel::notice)};
-constexpr std::array<std::string_view, 8> level_names = {"emerg", "alert", "crit", "err",
+constexpr std::array<std::string_view, 8> level_names = {"emerg",   "alert",  "crit", "err",
                                                          "warning", "notice", "info", "debug"};
 
 }  // namespace
@@ -30,7 +30,10 @@ bool parse_log_level(std::string_view text, LogLevel& out) {
       return true;
     }
   }
-  if (text == "error") { out = LogLevel::err; return true; }
+  if (text == "error") {
+    out = LogLevel::err;
+    return true;
+  }
   // DPDK numbers levels 1 (emerg) to 8 (debug).
   int n = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
@@ -84,8 +87,8 @@ void set_log_syslog(int facility) {
 void log_line(LogLevel level, std::string_view line) {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
-  std::fprintf(stderr, "%s: %.*s\n", level_names[static_cast<std::size_t>(level)].data(),
-               static_cast<int>(line.size()), line.data());
+  std::fprintf(stderr, "%s: %.*s\n", level_names[static_cast<std::size_t>(level)].data(), static_cast<int>(line.size()),
+               line.data());
   // LogLevel numbers are syslog's priorities.
   if (to_syslog.load(std::memory_order_acquire))
     syslog(static_cast<int>(level), "%.*s", static_cast<int>(line.size()), line.data());

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Levelled logging for the control path (never the hot path). Thread-safe: one line per call.
 #pragma once
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace ws {
 
@@ -55,7 +55,7 @@ class LogBudget {
   std::uint64_t suppressed() const;  ///< lines dropped so far, in all
 
  private:
-  bool take();  // false when this line is over budget (counted)
+  bool take();            // false when this line is over budget (counted)
   void roll(bool force);  // mutex_ held
 
   mutable std::mutex mutex_;

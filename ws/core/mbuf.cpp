@@ -159,8 +159,9 @@ Result<std::unique_ptr<PktmbufPool>> PktmbufPool::create(Arena& arena, const Opt
   // The buffers first, in the arena: one block, laid out so that a device sees each one whole.
   auto layout = layout_objects(&arena, o.count, o.data_room_bytes, fmt::format("mbuf pool '{}'", o.name));
   if (!layout) return std::unexpected(layout.error());
-  auto block = arena.allocate(layout->bytes, layout->align,
-                              fmt::format("mbuf pool '{}' ({} buffers of {} bytes)", o.name, o.count, o.data_room_bytes));
+  auto block =
+      arena.allocate(layout->bytes, layout->align,
+                     fmt::format("mbuf pool '{}' ({} buffers of {} bytes)", o.name, o.count, o.data_room_bytes));
   if (!block) return std::unexpected(block.error());
   auto* buffers = static_cast<std::uint8_t*>(*block);
   // Then the Mbufs, in private memory, each pointing at its buffer; on huge pages as the arena is.

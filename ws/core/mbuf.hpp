@@ -27,49 +27,50 @@ namespace ws {
 
 /// Offload and state flags (Mbuf::ol_flags).
 namespace mbuf_flag {
-inline constexpr std::uint64_t rx_vlan = 1ULL << 0;  ///< The packet had a VLAN tag; vlan_tci holds it.
-inline constexpr std::uint64_t rx_rss_hash = 1ULL << 1;  ///< rss_hash holds the RSS hash.
-inline constexpr std::uint64_t rx_ip_cksum_bad = 1ULL << 4;  ///< The IPv4 header checksum is wrong.
+inline constexpr std::uint64_t rx_vlan = 1ULL << 0;           ///< The packet had a VLAN tag; vlan_tci holds it.
+inline constexpr std::uint64_t rx_rss_hash = 1ULL << 1;       ///< rss_hash holds the RSS hash.
+inline constexpr std::uint64_t rx_ip_cksum_bad = 1ULL << 4;   ///< The IPv4 header checksum is wrong.
 inline constexpr std::uint64_t rx_ip_cksum_good = 1ULL << 7;  ///< The IPv4 header checksum is right.
-inline constexpr std::uint64_t rx_l4_cksum_bad = 1ULL << 3;  ///< The TCP/UDP checksum is wrong.
+inline constexpr std::uint64_t rx_l4_cksum_bad = 1ULL << 3;   ///< The TCP/UDP checksum is wrong.
 inline constexpr std::uint64_t rx_l4_cksum_good = 1ULL << 8;  ///< The TCP/UDP checksum is right.
 inline constexpr std::uint64_t rx_vlan_stripped = 1ULL << 6;  ///< The VLAN tag was removed from the data (in vlan_tci).
-inline constexpr std::uint64_t rx_lro = 1ULL << 16;  ///< coalesced packet; tso_segsz = the sender's MSS
-inline constexpr std::uint64_t tx_tcp_seg = 1ULL << 50;  ///< Segment this TCP packet into tso_segsz-byte segments (TSO).
+inline constexpr std::uint64_t rx_lro = 1ULL << 16;           ///< coalesced packet; tso_segsz = the sender's MSS
+inline constexpr std::uint64_t tx_tcp_seg = 1ULL
+                                            << 50;  ///< Segment this TCP packet into tso_segsz-byte segments (TSO).
 inline constexpr std::uint64_t tx_tcp_cksum = 1ULL << 52;  ///< Fill the TCP checksum.
 inline constexpr std::uint64_t tx_udp_cksum = 3ULL << 52;  ///< Fill the UDP checksum.
-inline constexpr std::uint64_t tx_l4_mask = 3ULL << 52;  ///< The L4 checksum request bits.
-inline constexpr std::uint64_t tx_ip_cksum = 1ULL << 54;  ///< Fill the IPv4 header checksum.
-inline constexpr std::uint64_t tx_ipv4 = 1ULL << 55;  ///< The packet is IPv4 (with checksum or TSO requests).
-inline constexpr std::uint64_t tx_ipv6 = 1ULL << 56;  ///< The packet is IPv6 (with checksum or TSO requests).
-inline constexpr std::uint64_t tx_vlan = 1ULL << 57;  ///< Insert vlan_tci as a VLAN tag.
-inline constexpr std::uint64_t indirect = 1ULL << 62;  ///< buffer belongs to another mbuf
+inline constexpr std::uint64_t tx_l4_mask = 3ULL << 52;    ///< The L4 checksum request bits.
+inline constexpr std::uint64_t tx_ip_cksum = 1ULL << 54;   ///< Fill the IPv4 header checksum.
+inline constexpr std::uint64_t tx_ipv4 = 1ULL << 55;       ///< The packet is IPv4 (with checksum or TSO requests).
+inline constexpr std::uint64_t tx_ipv6 = 1ULL << 56;       ///< The packet is IPv6 (with checksum or TSO requests).
+inline constexpr std::uint64_t tx_vlan = 1ULL << 57;       ///< Insert vlan_tci as a VLAN tag.
+inline constexpr std::uint64_t indirect = 1ULL << 62;      ///< buffer belongs to another mbuf
 }  // namespace mbuf_flag
 
 /// A packet buffer's metadata (DPDK's rte_mbuf, two cache lines); the data follows it in its
 /// pool object. A packet may be a chain of segments.
 struct alignas(cache_line_bytes) Mbuf {
   // ---- cache line 0: touched by RX and TX ----
-  std::uint8_t* buf_addr;              ///< start of the buffer (own, or the direct mbuf's)
-  std::uint64_t buf_iova;              ///< the device's address of buf_addr (Arena::iova)
-  std::uint16_t data_off;              ///< packet data starts at buf_addr + data_off
-  std::atomic<std::uint16_t> refcnt;   ///< 1 while one owner holds it; free mbufs hold 1
-  std::uint16_t nb_segs;               ///< segments in the chain (first segment only)
-  std::uint16_t port;                  ///< input port
-  std::uint64_t ol_flags;              ///< mbuf_flag::*
-  std::uint32_t packet_type;           ///< layer types, filled by parsers or drivers
-  std::uint32_t pkt_len;               ///< whole packet (first segment only)
-  std::uint16_t data_len;              ///< this segment
-  std::uint16_t vlan_tci;              ///< VLAN tag control information (rx_vlan, tx_vlan)
-  std::uint32_t rss_hash;              ///< RSS hash (rx_rss_hash)
-  std::uint16_t vlan_tci_outer;        ///< outer VLAN tag (QinQ)
-  std::uint16_t buf_len;               ///< bytes from buf_addr to the buffer's end
-  std::uint32_t reserved0;             ///< padding, unused
-  std::uint64_t timestamp;             ///< free for drivers and applications (nanoseconds by convention)
+  std::uint8_t* buf_addr;             ///< start of the buffer (own, or the direct mbuf's)
+  std::uint64_t buf_iova;             ///< the device's address of buf_addr (Arena::iova)
+  std::uint16_t data_off;             ///< packet data starts at buf_addr + data_off
+  std::atomic<std::uint16_t> refcnt;  ///< 1 while one owner holds it; free mbufs hold 1
+  std::uint16_t nb_segs;              ///< segments in the chain (first segment only)
+  std::uint16_t port;                 ///< input port
+  std::uint64_t ol_flags;             ///< mbuf_flag::*
+  std::uint32_t packet_type;          ///< layer types, filled by parsers or drivers
+  std::uint32_t pkt_len;              ///< whole packet (first segment only)
+  std::uint16_t data_len;             ///< this segment
+  std::uint16_t vlan_tci;             ///< VLAN tag control information (rx_vlan, tx_vlan)
+  std::uint32_t rss_hash;             ///< RSS hash (rx_rss_hash)
+  std::uint16_t vlan_tci_outer;       ///< outer VLAN tag (QinQ)
+  std::uint16_t buf_len;              ///< bytes from buf_addr to the buffer's end
+  std::uint32_t reserved0;            ///< padding, unused
+  std::uint64_t timestamp;            ///< free for drivers and applications (nanoseconds by convention)
 
   // ---- cache line 1: the rest ----
-  Mempool* pool;                       ///< the pool this mbuf returns to
-  Mbuf* next;                          ///< next segment
+  Mempool* pool;  ///< the pool this mbuf returns to
+  Mbuf* next;     ///< next segment
   union {
     std::uint64_t tx_offload;
     struct {
@@ -82,22 +83,26 @@ struct alignas(cache_line_bytes) Mbuf {
       std::uint64_t : 8;
     };
   };
-  Mbuf* direct;                        ///< for indirect mbufs: whose buffer we use
-  std::uint64_t user_data;             ///< free for the application (line 1, as DPDK's)
-  std::uint64_t own_buf_iova;          ///< buf_iova of this mbuf's own buffer
-  std::uint16_t priv_size;             ///< bytes of the application's area after the Mbuf
-  std::uint16_t own_buf_len;           ///< length of this mbuf's own buffer
-  std::uint16_t headroom_default;      ///< data_off after reset
-  std::uint8_t reserved1[2];           ///< padding, unused
-  std::uint8_t* own_buf_addr;          ///< this mbuf's own buffer, in the arena
+  Mbuf* direct;                    ///< for indirect mbufs: whose buffer we use
+  std::uint64_t user_data;         ///< free for the application (line 1, as DPDK's)
+  std::uint64_t own_buf_iova;      ///< buf_iova of this mbuf's own buffer
+  std::uint16_t priv_size;         ///< bytes of the application's area after the Mbuf
+  std::uint16_t own_buf_len;       ///< length of this mbuf's own buffer
+  std::uint16_t headroom_default;  ///< data_off after reset
+  std::uint8_t reserved1[2];       ///< padding, unused
+  std::uint8_t* own_buf_addr;      ///< this mbuf's own buffer, in the arena
 
   // ---- data access ----
   /// The packet data (of this segment) as a T*.
   template <class T = std::uint8_t>
-  T* data() noexcept { return reinterpret_cast<T*>(buf_addr + data_off); }
+  T* data() noexcept {
+    return reinterpret_cast<T*>(buf_addr + data_off);
+  }
   /// The packet data (of this segment) as a const T*.
   template <class T = std::uint8_t>
-  const T* data() const noexcept { return reinterpret_cast<const T*>(buf_addr + data_off); }
+  const T* data() const noexcept {
+    return reinterpret_cast<const T*>(buf_addr + data_off);
+  }
   /// This mbuf's own buffer (an indirect mbuf's buf_addr points elsewhere).
   std::uint8_t* own_buffer() noexcept { return own_buf_addr; }
   /// The application's private area (priv_size bytes), right after the Mbuf.
@@ -105,9 +110,7 @@ struct alignas(cache_line_bytes) Mbuf {
   /// Bytes free before the data.
   std::uint16_t headroom() const noexcept { return data_off; }
   /// Bytes free after the data of this segment.
-  std::uint16_t tailroom() const noexcept {
-    return static_cast<std::uint16_t>(buf_len - data_off - data_len);
-  }
+  std::uint16_t tailroom() const noexcept { return static_cast<std::uint16_t>(buf_len - data_off - data_len); }
   /// True for a clone using another mbuf's buffer.
   bool is_indirect() const noexcept { return (ol_flags & mbuf_flag::indirect) != 0; }
   /// The last segment of the chain.
@@ -162,7 +165,7 @@ bool mbuf_release_shared(Mbuf* m) noexcept;
 // `refs` references to direct mbuf m dropped at once: whether they were the last (m then holds
 // refcnt 1 again, ready for its pool).
 bool mbuf_release_refs(Mbuf* m, std::uint16_t refs) noexcept;
-}
+}  // namespace detail
 
 /// Decide whether the last reference to segment `m` is being dropped; if so, detach it (for an
 /// indirect mbuf, which may in turn free the direct one) and return it ready for its pool.
@@ -199,11 +202,11 @@ class PktmbufPool {
  public:
   /// What create() makes (as rte_pktmbuf_pool_create's arguments).
   struct Options {
-    std::string name = "mbuf_pool";  ///< Names the pool in errors.
-    std::uint32_t count = 8192;       ///< Mbufs in the pool.
-    std::uint32_t cache_size = 250;   ///< Per-lcore cache, <= mempool_cache_max.
+    std::string name = "mbuf_pool";                          ///< Names the pool in errors.
+    std::uint32_t count = 8192;                              ///< Mbufs in the pool.
+    std::uint32_t cache_size = 250;                          ///< Per-lcore cache, <= mempool_cache_max.
     std::uint16_t data_room_bytes = mbuf_default_data_room;  ///< headroom included
-    std::uint16_t priv_bytes = 0;  ///< Application area between each Mbuf and its buffer.
+    std::uint16_t priv_bytes = 0;                            ///< Application area between each Mbuf and its buffer.
   };
   /// Carves the data buffers from `arena`, puts the Mbufs (and their private areas) in private
   /// memory, and initialises every mbuf; errors name the pool.
@@ -269,9 +272,9 @@ class PktmbufPool {
     return head;
   }
 
-  Mempool& mempool() noexcept { return *pool_; }                        ///< The underlying pool.
-  const Mempool& mempool() const noexcept { return *pool_; }            ///< The underlying pool.
-  std::uint32_t in_use() const noexcept { return pool_->in_use(); }     ///< Mbufs handed out (see Mempool::in_use).
+  Mempool& mempool() noexcept { return *pool_; }                         ///< The underlying pool.
+  const Mempool& mempool() const noexcept { return *pool_; }             ///< The underlying pool.
+  std::uint32_t in_use() const noexcept { return pool_->in_use(); }      ///< Mbufs handed out (see Mempool::in_use).
   std::uint16_t data_room_bytes() const noexcept { return data_room_; }  ///< Buffer bytes per mbuf, headroom included.
 
  private:

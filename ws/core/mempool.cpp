@@ -42,8 +42,9 @@ Result<std::unique_ptr<Mempool>> Mempool::create(Arena& arena, const MempoolOpti
   if (auto ok = check(o); !ok) return std::unexpected(ok.error());
   auto layout = layout_objects(&arena, o.count, o.object_bytes, fmt::format("mempool '{}'", o.name));
   if (!layout) return std::unexpected(layout.error());
-  auto mem = arena.allocate(layout->bytes, layout->align,
-                            fmt::format("mempool '{}' ({} objects of {} bytes)", o.name, o.count, layout->object_bytes));
+  auto mem =
+      arena.allocate(layout->bytes, layout->align,
+                     fmt::format("mempool '{}' ({} objects of {} bytes)", o.name, o.count, layout->object_bytes));
   if (!mem) return std::unexpected(mem.error());
   return create_in(static_cast<std::byte*>(*mem), *layout, o, nullptr, init);
 }

@@ -21,10 +21,10 @@ inline constexpr std::uint32_t mempool_cache_max = 512;
 
 /// What Mempool::create makes.
 struct MempoolOptions {
-  std::string name = "pool";      ///< Names the pool in errors.
-  std::uint32_t count = 0;        ///< objects
-  std::uint32_t object_bytes = 0; ///< rounded up to a cache line
-  std::uint32_t cache_size = 250; ///< per lcore, <= mempool_cache_max; 0 disables the cache
+  std::string name = "pool";       ///< Names the pool in errors.
+  std::uint32_t count = 0;         ///< objects
+  std::uint32_t object_bytes = 0;  ///< rounded up to a cache line
+  std::uint32_t cache_size = 250;  ///< per lcore, <= mempool_cache_max; 0 disables the cache
 };
 
 /// Where `count` objects sit in one block of memory: back to back, except in an arena whose

@@ -2,11 +2,11 @@
 // Errors for the control path: Result<T> is std::expected<T, Error>, the message says what a
 // user can act on (device, key, value, what was expected). The hot path never uses it.
 #pragma once
+#include <fmt/format.h>
+
 #include <expected>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace ws {
 

@@ -30,7 +30,7 @@ enum class Sync : std::uint8_t {
 
 /// What Ring::create makes.
 struct RingOptions {
-  std::uint32_t size = 1024;  ///< power of two, >= 2
+  std::uint32_t size = 1024;    ///< power of two, >= 2
   Sync producer = Sync::multi;  ///< Who enqueues.
   Sync consumer = Sync::multi;  ///< Who dequeues.
 };
@@ -74,8 +74,8 @@ class Ring {
     return std::min(prod_tail - cons_tail, capacity_);
   }
   std::uint32_t free_count() const noexcept { return capacity_ - count(); }  ///< Free slots (same caveat).
-  std::uint32_t capacity() const noexcept { return capacity_; }             ///< Elements it holds when full.
-  bool empty() const noexcept { return count() == 0; }                      ///< count() == 0.
+  std::uint32_t capacity() const noexcept { return capacity_; }              ///< Elements it holds when full.
+  bool empty() const noexcept { return count() == 0; }                       ///< count() == 0.
 
  private:
   struct alignas(cache_line_bytes) HeadTail {
@@ -114,8 +114,7 @@ class Ring {
       // The CAS only reserves indices (publication happens through the tail), but the next
       // reserver must see an other-side tail no older than ours: release on success pairs with
       // its acquire of the head, acquire on failure is that acquire for us.
-      if (own.head.compare_exchange_weak(old_head, old_head + n, std::memory_order_acq_rel,
-                                         std::memory_order_acquire))
+      if (own.head.compare_exchange_weak(old_head, old_head + n, std::memory_order_acq_rel, std::memory_order_acquire))
         return n;
     }
   }
@@ -134,9 +133,9 @@ class Ring {
 
   std::uint32_t enqueue(std::span<const T> objs, bool exact) noexcept {
     std::uint32_t head = 0;
-    const auto n = reserve(prod_, cons_, single_producer_, static_cast<std::uint32_t>(objs.size()), exact,
-                           [this](std::uint32_t cons_tail, std::uint32_t h) { return capacity_ + cons_tail - h; },
-                           head);
+    const auto n = reserve(
+        prod_, cons_, single_producer_, static_cast<std::uint32_t>(objs.size()), exact,
+        [this](std::uint32_t cons_tail, std::uint32_t h) { return capacity_ + cons_tail - h; }, head);
     if (n == 0) return 0;
     copy_in(head, objs.data(), n);
     publish(prod_, single_producer_, head, n);
@@ -145,8 +144,9 @@ class Ring {
 
   std::uint32_t dequeue(std::span<T> out, bool exact) noexcept {
     std::uint32_t head = 0;
-    const auto n = reserve(cons_, prod_, single_consumer_, static_cast<std::uint32_t>(out.size()), exact,
-                           [](std::uint32_t prod_tail, std::uint32_t h) { return prod_tail - h; }, head);
+    const auto n = reserve(
+        cons_, prod_, single_consumer_, static_cast<std::uint32_t>(out.size()), exact,
+        [](std::uint32_t prod_tail, std::uint32_t h) { return prod_tail - h; }, head);
     if (n == 0) return 0;
     copy_out(head, out.data(), n);
     publish(cons_, single_consumer_, head, n);

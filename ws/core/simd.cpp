@@ -40,9 +40,12 @@ State& state() {
 // What a CPU below `level` lacks, for the refusal.
 std::string_view missing(SimdLevel level) noexcept {
   switch (level) {
-    case SimdLevel::avx512: return "AVX-512 F, BW, CD, DQ and VL (x86-64-v4)";
-    case SimdLevel::avx2: return "AVX2, BMI1, BMI2, FMA, F16C and MOVBE (x86-64-v3)";
-    default: return "SSE4.2 and POPCNT (x86-64-v2)";
+    case SimdLevel::avx512:
+      return "AVX-512 F, BW, CD, DQ and VL (x86-64-v4)";
+    case SimdLevel::avx2:
+      return "AVX2, BMI1, BMI2, FMA, F16C and MOVBE (x86-64-v3)";
+    default:
+      return "SSE4.2 and POPCNT (x86-64-v2)";
   }
 }
 
@@ -81,12 +84,14 @@ Result<void> set_simd_level(SimdLevel level) {
 Result<void> set_max_simd_bitwidth(unsigned bits) {
   // DPDK takes a power of two from 64 (RTE_VECT_SIMD_DISABLED) to 32768 (RTE_VECT_SIMD_MAX).
   if (bits < 64 || bits > 32768 || (bits & (bits - 1)) != 0)
-    return fail("--force-max-simd-bitwidth {}: expected 64, 128, 256 or 512 (a power of two from 64 to 32768; "
-                "above 512 means no cap)",
-                bits);
+    return fail(
+        "--force-max-simd-bitwidth {}: expected 64, 128, 256 or 512 (a power of two from 64 to 32768; "
+        "above 512 means no cap)",
+        bits);
   if (bits > 512) return set_simd_level(cpu_simd_level());
   const auto level = static_cast<SimdLevel>(std::countr_zero(bits) - 6);
-  if (auto ok = set_simd_level(level); !ok) return with_context(ok.error(), fmt::format("--force-max-simd-bitwidth {}", bits));
+  if (auto ok = set_simd_level(level); !ok)
+    return with_context(ok.error(), fmt::format("--force-max-simd-bitwidth {}", bits));
   return {};
 }
 

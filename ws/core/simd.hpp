@@ -56,6 +56,7 @@ void on_simd_level(SimdHook hook) noexcept;
 // callee may be inlined into a caller whose instruction sets include its own, and only with the
 // same -march). x86-64-v3 and x86-64-v4 as the psABI defines them.
 #define WS_TARGET_AVX2 gnu::target("avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe,popcnt,sse4.2,xsave")
-#define WS_TARGET_AVX512                                                                   \
-  gnu::target("avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe,popcnt,sse4.2,xsave,avx512f,avx512bw," \
-              "avx512cd,avx512dq,avx512vl")
+#define WS_TARGET_AVX512                                                             \
+  gnu::target(                                                                       \
+      "avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe,popcnt,sse4.2,xsave,avx512f,avx512bw," \
+      "avx512cd,avx512dq,avx512vl")

@@ -26,9 +26,9 @@ class VhostVirtioAccounting : public ws::testing::PortFixture {
     ASSERT_NE(::mkdtemp(dir), nullptr);
     dir_ = dir;
     sock_ = dir_ + "/vhost.sock";
-    vhost_pool_ = pool("vhost", 96);    // fewer than a ring of packets: RX runs dry
+    vhost_pool_ = pool("vhost", 96);  // fewer than a ring of packets: RX runs dry
     virtio_rx_pool_ = pool("virtio_rx", 1024);
-    gen_pool_ = pool("gen", 2048);      // the packets the test sends, from either side
+    gen_pool_ = pool("gen", 2048);  // the packets the test sends, from either side
   }
   void TearDown() override {
     for (Port* p : {virtio_.get(), vhost_.get()})
@@ -202,13 +202,13 @@ TEST_F(VhostVirtioAccounting, NoBuffersOnTheVirtioSideIsAFullRingForVhost) {
 // both ways. net_vhost's iotlb_* and inflight_* are left out: no IOTLB or inflight tracking here.
 TEST_F(VhostVirtioAccounting, XstatsCarryDpdksNamesAndClasses) {
   ASSERT_NO_FATAL_FAILURE(start(",queue_size=256"));
-  const std::vector<std::string> classes = {
-      "multicast_packets",    "broadcast_packets",     "undersize_packets",      "size_64_packets",
-      "size_65_127_packets",  "size_128_255_packets",  "size_256_511_packets",   "size_512_1023_packets",
-      "size_1024_1518_packets", "size_1519_max_packets"};
-  const std::vector<std::string> generic = {"rx_good_packets", "tx_good_packets", "rx_good_bytes", "tx_good_bytes",
-                                            "rx_missed_errors", "rx_errors", "tx_errors",
-                                            "rx_mbuf_allocation_errors"};
+  const std::vector<std::string> classes = {"multicast_packets",    "broadcast_packets",     "undersize_packets",
+                                            "size_64_packets",      "size_65_127_packets",   "size_128_255_packets",
+                                            "size_256_511_packets", "size_512_1023_packets", "size_1024_1518_packets",
+                                            "size_1519_max_packets"};
+  const std::vector<std::string> generic = {"rx_good_packets", "tx_good_packets",          "rx_good_bytes",
+                                            "tx_good_bytes",   "rx_missed_errors",         "rx_errors",
+                                            "tx_errors",       "rx_mbuf_allocation_errors"};
   std::vector<std::string> virtio = generic;
   for (const char* dir : {"rx", "tx"}) {
     const std::string p = std::string(dir) + "_q0_";
@@ -244,9 +244,9 @@ TEST_F(VhostVirtioAccounting, XstatsCarryDpdksNamesAndClasses) {
     return v;
   };
   const std::map<std::string, std::uint64_t> want = {
-      {"multicast_packets", 4},    {"broadcast_packets", 5},     {"undersize_packets", 1},
-      {"size_64_packets", 1},      {"size_65_127_packets", 2},   {"size_128_255_packets", 2},
-      {"size_256_511_packets", 2}, {"size_512_1023_packets", 2}, {"size_1024_1518_packets", 2},
+      {"multicast_packets", 4},     {"broadcast_packets", 5},         {"undersize_packets", 1},
+      {"size_64_packets", 1},       {"size_65_127_packets", 2},       {"size_128_255_packets", 2},
+      {"size_256_511_packets", 2},  {"size_512_1023_packets", 2},     {"size_1024_1518_packets", 2},
       {"size_1519_max_packets", 2}, {"good_packets", std::size(lens)}};
   auto check = [&](const Port& port, const std::vector<std::string>& names, const char* dir) {
     const auto x = port.xstats();
@@ -256,7 +256,8 @@ TEST_F(VhostVirtioAccounting, XstatsCarryDpdksNamesAndClasses) {
       if (i < names.size()) EXPECT_EQ(x[i].name, names[i]) << port.name() << " #" << i;
       EXPECT_TRUE(by_name.emplace(x[i].name, x[i].value).second) << port.name() << ": " << x[i].name << " twice";
     }
-    for (const auto& [n, v] : want) EXPECT_EQ(by_name[std::string(dir) + "_q0_" + n], v) << port.name() << " " << dir << " " << n;
+    for (const auto& [n, v] : want)
+      EXPECT_EQ(by_name[std::string(dir) + "_q0_" + n], v) << port.name() << " " << dir << " " << n;
   };
 
   auto pkts = make();
@@ -360,8 +361,7 @@ TEST_F(VhostVirtioAccounting, ForwardedPacketsKeepNumBuffersOnlyWhenAsked) {
     };
     EXPECT_EQ(num_buffers(held[0]), 1u) << "net_vhost writes it on RX";
     std::uint32_t forwarded = 0;
-    for (std::size_t at = 0; at < held.size(); at += 32)
-      forwarded += virtio_->tx_burst(0, held.data() + at, 32);
+    for (std::size_t at = 0; at < held.size(); at += 32) forwarded += virtio_->tx_burst(0, held.data() + at, 32);
     ASSERT_EQ(forwarded, 64u);
     // The ring holds the mbufs until a later burst reclaims them: their headers are as sent.
     EXPECT_EQ(num_buffers(held[0]), keep ? 1u : 0u);

@@ -60,7 +60,8 @@ Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_b
   if (auto ok = apply_simd_option(options); !ok) return std::unexpected(ok.error());
   auto eal = std::unique_ptr<Eal>(new Eal(std::move(options)));
   const EalOptions& o = eal->options_;
-  const auto main = std::find_if(o.lcores.begin(), o.lcores.end(), [&](const LcoreConfig& l) { return l.id == o.main_lcore; });
+  const auto main =
+      std::find_if(o.lcores.begin(), o.lcores.end(), [&](const LcoreConfig& l) { return l.id == o.main_lcore; });
   if (main == o.lcores.end()) return fail("main lcore {} is not one of the lcores given", o.main_lcore);
   set_lcore_id(main->id);
   if (auto ok = pin_current_thread(main->cpus); !ok) log(LogLevel::warning, "main lcore: {}", ok.error().message);
@@ -106,9 +107,10 @@ Result<void> Eal::find_pci_devices() {
     }
   }
   if (!pci_.empty() && o.iova_mode == IovaMode::va)
-    return fail("--iova-mode=va: PCI device {} is on uio_pci_generic, which has no IOMMU, so the device needs "
-                "physical addresses: use --iova-mode=pa (the default with PCI devices)",
-                pci_.front().device.describe());
+    return fail(
+        "--iova-mode=va: PCI device {} is on uio_pci_generic, which has no IOMMU, so the device needs "
+        "physical addresses: use --iova-mode=pa (the default with PCI devices)",
+        pci_.front().device.describe());
   return {};
 }
 

@@ -2,12 +2,12 @@
 // EAL option parsing.
 #include "ws/eal/eal_args.hpp"
 
+#include <syslog.h>
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
 #include <optional>
-
-#include <syslog.h>
 
 namespace ws {
 namespace {
@@ -76,16 +76,15 @@ struct EalSpec {
   std::string_view name;
   std::string_view alias;  // a second spelling ("-a" for "--allow"), or empty
   bool has_value;
-  std::string_view help;   // DPDK's words
+  std::string_view help;  // DPDK's words
   OptionStatus status;
-  std::string_view why;    // accepted: why it changes nothing here; refused: what is missing
+  std::string_view why;  // accepted: why it changes nothing here; refused: what is missing
 };
 
 constexpr auto H = OptionStatus::honoured;
 constexpr auto A = OptionStatus::accepted;
 constexpr auto R = OptionStatus::refused;
-constexpr std::string_view no_vfio =
-    "wirespeed has no VFIO driver yet: PCI devices are driven through uio_pci_generic";
+constexpr std::string_view no_vfio = "wirespeed has no VFIO driver yet: PCI devices are driven through uio_pci_generic";
 constexpr std::string_view no_trace = "wirespeed has no trace points; profile with perf instead";
 
 // Every EAL option of DPDK 22.11, in the order of its --help. Honoured ones are parsed in
@@ -185,18 +184,22 @@ Result<int> parse_syslog_facility(std::string_view v) {
       {"local5", LOG_LOCAL5}, {"local6", LOG_LOCAL6}, {"local7", LOG_LOCAL7}};
   for (const auto& [name, f] : facilities)
     if (v == name) return f;
-  return fail("--syslog {}: expected a facility: auth, cron, daemon, ftp, kern, lpr, mail, news, syslog, user, uucp, "
-              "local0 ... local7",
-              v);
+  return fail(
+      "--syslog {}: expected a facility: auth, cron, daemon, ftp, kern, lpr, mail, news, syslog, user, uucp, "
+      "local0 ... local7",
+      v);
 }
 
 }  // namespace
 
 std::string_view to_string(OptionStatus s) {
   switch (s) {
-    case OptionStatus::honoured: return "honoured";
-    case OptionStatus::accepted: return "accepted";
-    case OptionStatus::refused: return "refused";
+    case OptionStatus::honoured:
+      return "honoured";
+    case OptionStatus::accepted:
+      return "accepted";
+    case OptionStatus::refused:
+      return "refused";
   }
   return "?";
 }
@@ -255,8 +258,9 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
       o.pci_allow.push_back(v);
     } else if (c.take("-b", v) || c.take("--block", v) || c.take("--pci-blacklist", v)) {
       auto a = pci::Address::parse(v);
-      if (!a) return fail("{} '{}': {}", arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2), v,
-                          a.error().message);
+      if (!a)
+        return fail("{} '{}': {}", arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2), v,
+                    a.error().message);
       o.pci_block.push_back(*a);
     } else if (c.take("--no-pci", v, false)) {
       o.no_pci = true;
@@ -272,9 +276,10 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
       auto n = parse_size("--force-max-simd-bitwidth", v);
       if (!n) return std::unexpected(n.error());
       if (*n < 64 || *n > 32768 || (*n & (*n - 1)) != 0)
-        return fail("--force-max-simd-bitwidth '{}': expected 64, 128, 256 or 512 (a power of two from 64 to 32768; "
-                    "above 512 means no cap)",
-                    v);
+        return fail(
+            "--force-max-simd-bitwidth '{}': expected 64, 128, 256 or 512 (a power of two from 64 to 32768; "
+            "above 512 means no cap)",
+            v);
       o.max_simd_bitwidth = static_cast<unsigned>(*n);
     } else if (c.take("--no-telemetry", v, false)) {
       o.telemetry = false;
@@ -294,7 +299,8 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
       o.file_prefix = v;
     } else if (c.take("--log-level", v)) {
       // DPDK also takes "pattern:level"; the level after the last ':' applies to us.
-      const std::string_view level = std::string_view(v).substr(v.rfind(':') == std::string::npos ? 0 : v.rfind(':') + 1);
+      const std::string_view level =
+          std::string_view(v).substr(v.rfind(':') == std::string::npos ? 0 : v.rfind(':') + 1);
       if (!parse_log_level(level, o.log_level))
         return fail("--log-level '{}': expected a level 1-8 or emerg|alert|crit|err|warning|notice|info|debug", v);
     } else if (c.take("--telemetry", v, false)) {
@@ -312,9 +318,10 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
         return fail("--proc-type {}: not available: wirespeed runs primary processes only (primary or auto)", v);
     } else if (c.take("--mbuf-pool-ops-name", v)) {
       if (v != "ring_mp_mc")
-        return fail("--mbuf-pool-ops-name {}: not available: the pool is a lock-free ring with per-lcore caches "
-                    "(ring_mp_mc)",
-                    v);
+        return fail(
+            "--mbuf-pool-ops-name {}: not available: the pool is a lock-free ring with per-lcore caches "
+            "(ring_mp_mc)",
+            v);
     } else if (c.take("--base-virtaddr", v)) {
       const std::string_view digits = std::string_view(v).substr(v.starts_with("0x") || v.starts_with("0X") ? 2 : 0);
       std::uint64_t addr = 0;
@@ -339,8 +346,9 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
     if (c.error) return std::unexpected(*c.error);
   }
   if (!o.pci_allow.empty() && !o.pci_block.empty())
-    return fail("-a (allow) and -b (block) cannot be used together, as in DPDK: give the devices to use with -a, or "
-                "those to leave with -b");
+    return fail(
+        "-a (allow) and -b (block) cannot be used together, as in DPDK: give the devices to use with -a, or "
+        "those to leave with -b");
   if (o.no_pci && !o.pci_allow.empty())
     return fail("--no-pci and -a {} together: --no-pci leaves every PCI device alone", o.pci_allow.front());
   if (!lcores_set) {
@@ -349,7 +357,8 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
   }
   if (!main_set) {
     o.main_lcore = o.lcores.front().id;
-  } else if (std::none_of(o.lcores.begin(), o.lcores.end(), [&](const LcoreConfig& l) { return l.id == o.main_lcore; })) {
+  } else if (std::none_of(o.lcores.begin(), o.lcores.end(),
+                          [&](const LcoreConfig& l) { return l.id == o.main_lcore; })) {
     return fail("--main-lcore {}: not one of the lcores given", o.main_lcore);
   }
   return o;

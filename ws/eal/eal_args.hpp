@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ws/core/arena.hpp"
@@ -41,14 +41,14 @@ struct EalOptions {
   /// -a/-w "0000:00:04.0[,key=value...]": only these PCI devices (checked addresses). Neither
   /// this nor pci_block: every device bound to uio_pci_generic that a driver takes.
   std::vector<std::string> pci_allow;
-  std::vector<pci::Address> pci_block;  ///< -b: every PCI device but these
-  bool no_pci = false;                  ///< --no-pci: no PCI device at all
-  std::optional<IovaMode> iova_mode;    ///< --iova-mode; unset: pa with PCI devices, else va
+  std::vector<pci::Address> pci_block;      ///< -b: every PCI device but these
+  bool no_pci = false;                      ///< --no-pci: no PCI device at all
+  std::optional<IovaMode> iova_mode;        ///< --iova-mode; unset: pa with PCI devices, else va
   HugePolicy huge = HugePolicy::automatic;  ///< --no-huge: never
-  std::size_t memory_mb = 0;        ///< -m / --socket-mem; 0: sized from the pools
-  std::string file_prefix = "rte";  ///< --file-prefix: names the arena and runtime files
-  bool telemetry = true;  ///< --no-telemetry: no telemetry socket (for applications serving one)
-  LogLevel log_level = LogLevel::notice;  ///< --log-level
+  std::size_t memory_mb = 0;                ///< -m / --socket-mem; 0: sized from the pools
+  std::string file_prefix = "rte";          ///< --file-prefix: names the arena and runtime files
+  bool telemetry = true;                    ///< --no-telemetry: no telemetry socket (for applications serving one)
+  LogLevel log_level = LogLevel::notice;    ///< --log-level
   /// --force-max-simd-bitwidth: 64, 128, 256 or 512 caps the SIMD level dispatch picks
   /// (ws/core/simd.hpp); 0, the default, leaves the CPU's.
   unsigned max_simd_bitwidth = 0;

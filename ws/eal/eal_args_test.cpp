@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // parse_eal_args: DPDK's EAL option names, both value forms, its defaults, and errors that name
 // the option, the value and what is accepted.
+#include "ws/eal/eal_args.hpp"
+
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
-
 #include <syslog.h>
 
 #include <initializer_list>
@@ -11,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "ws/eal/eal_args.hpp"
 #include "ws/testing/require.hpp"
 
 namespace ws {
@@ -139,7 +139,8 @@ TEST(EalArgs, BadLcoreSyntax) {
 // ---------------------------------------------------------------- EAL: devices, memory, logs
 
 TEST(EalArgs, VdevRepeatsInOrderInBothForms) {
-  const EalOptions o = eal_ok({"--vdev", "net_null0,size=128", "--vdev=net_ring0", "--vdev", "net_ring1,peer=net_ring0"});
+  const EalOptions o =
+      eal_ok({"--vdev", "net_null0,size=128", "--vdev=net_ring0", "--vdev", "net_ring1,peer=net_ring0"});
   EXPECT_EQ(o.vdevs, (std::vector<std::string>{"net_null0,size=128", "net_ring0", "net_ring1,peer=net_ring0"}));
   // The value keeps its own '=' signs.
   EXPECT_EQ(eal_ok({"--vdev=virtio_user0,path=/tmp/vhost0,queues=4"}).vdevs,
@@ -198,9 +199,9 @@ TEST(EalArgs, LogLevelNamesNumbersAndPatterns) {
 }
 
 TEST(EalArgs, CompatibilityFlagsAreAccepted) {
-  const EalOptions o = eal_ok({"--no-pci", "--single-file-segments", "-n", "4", "--in-memory", "--huge-dir",
-                               "/dev/hugepages", "--iova-mode=va", "--proc-type", "primary", "--no-telemetry",
-                               "--vdev", "net_null0"});
+  const EalOptions o =
+      eal_ok({"--no-pci", "--single-file-segments", "-n", "4", "--in-memory", "--huge-dir", "/dev/hugepages",
+              "--iova-mode=va", "--proc-type", "primary", "--no-telemetry", "--vdev", "net_null0"});
   // Value-taking compat flags consume their value, so what follows still parses.
   EXPECT_EQ(o.vdevs, std::vector<std::string>{"net_null0"});
   EXPECT_EQ(eal_ok({"-n=4", "--vdev=net_null0"}).vdevs, std::vector<std::string>{"net_null0"});
@@ -208,8 +209,9 @@ TEST(EalArgs, CompatibilityFlagsAreAccepted) {
 
 TEST(EalArgs, ScenarioCommandLinesParse) {
   // The virtio side of the vhost/virtio-user pair (docs/scenarios.md) on a 2-core machine.
-  const EalOptions o = eal_ok({"--lcores", "0@0,1@0", "--socket-mem", "1024,0", "--single-file-segments",
-                               "--file-prefix=virtio-user", "--vdev=virtio_user0,path=/tmp/vhost0,queues=4,in_order=1,packed_vq=1"});
+  const EalOptions o =
+      eal_ok({"--lcores", "0@0,1@0", "--socket-mem", "1024,0", "--single-file-segments", "--file-prefix=virtio-user",
+              "--vdev=virtio_user0,path=/tmp/vhost0,queues=4,in_order=1,packed_vq=1"});
   EXPECT_EQ(o.lcores.size(), 2u);
   EXPECT_EQ(o.memory_mb, 1024u);
   EXPECT_EQ(o.file_prefix, "virtio-user");
@@ -221,8 +223,7 @@ TEST(EalArgs, ScenarioCommandLinesParse) {
 TEST(EalArgs, PciAllowListKeepsDevargsAndAcceptsDpdksForms) {
   const EalOptions o = eal_ok({"-a", "0000:00:04.0,rxd=512", "-w", "00:05.0", "--allow=0000:00:06.1", "-a0000:00:07.0",
                                "--iova-mode", "pa", "--vdev", "net_null0"});
-  EXPECT_EQ(o.pci_allow,
-            (std::vector<std::string>{"0000:00:04.0,rxd=512", "00:05.0", "0000:00:06.1", "0000:00:07.0"}));
+  EXPECT_EQ(o.pci_allow, (std::vector<std::string>{"0000:00:04.0,rxd=512", "00:05.0", "0000:00:06.1", "0000:00:07.0"}));
   EXPECT_EQ(o.iova_mode, IovaMode::pa);
   EXPECT_EQ(o.vdevs, std::vector<std::string>{"net_null0"});
   const EalOptions b = eal_ok({"-b", "0000:00:03.0", "--block=0000:00:04.0", "--iova-mode=va"});
@@ -263,26 +264,55 @@ TEST(EalArgs, UnknownOptionIsRefusedNamingIt) {
 // naming what is missing, as eal_option_docs() says. An option without a line here fails.
 TEST(EalArgs, EveryOptionIsTakenAsItsStatusSays) {
   const std::map<std::string_view, std::vector<std::string>> samples = {
-      {"-c", {"-c", "0x1"}}, {"-l", {"-l", "0"}}, {"--lcores", {"--lcores", "0@0"}}, {"-s", {"-s", "0x2"}},
-      {"-S", {"-S", "1"}}, {"--main-lcore", {"-l", "0", "--main-lcore", "0"}},
-      {"--mbuf-pool-ops-name", {"--mbuf-pool-ops-name", "ring_mp_mc"}}, {"-n", {"-n", "4"}}, {"-m", {"-m", "512"}},
-      {"-r", {"-r", "2"}}, {"--block", {"--block", "0000:00:04.0"}}, {"-b", {"-b", "0000:00:04.0"}},
-      {"--allow", {"--allow", "0000:00:04.0"}}, {"-a", {"-a", "0000:00:04.0"}}, {"--vdev", {"--vdev", "net_null0"}},
-      {"--iova-mode", {"--iova-mode", "va"}}, {"-d", {"-d", "librte_net_null.so"}},
-      {"--vmware-tsc-map", {"--vmware-tsc-map"}}, {"--proc-type", {"--proc-type", "primary"}},
-      {"--syslog", {"--syslog", "daemon"}}, {"--log-level", {"--log-level", "pmd.net.vhost:debug"}},
-      {"--trace", {"--trace=.*"}}, {"--trace-dir", {"--trace-dir=/tmp"}}, {"--trace-bufsz", {"--trace-bufsz=2M"}},
-      {"--trace-mode", {"--trace-mode=o"}}, {"-v", {"-v"}}, {"--help", {"--help"}}, {"-h", {"-h"}},
-      {"--in-memory", {"--in-memory"}}, {"--base-virtaddr", {"--base-virtaddr", "0x100000000"}},
-      {"--telemetry", {"--telemetry"}}, {"--no-telemetry", {"--no-telemetry"}},
-      {"--force-max-simd-bitwidth", {"--force-max-simd-bitwidth", "64"}}, {"--huge-unlink", {"--huge-unlink=never"}},
-      {"--no-huge", {"--no-huge"}}, {"--no-pci", {"--no-pci"}}, {"--no-hpet", {"--no-hpet"}},
-      {"--no-shconf", {"--no-shconf"}}, {"--socket-mem", {"--socket-mem", "512,0"}},
-      {"--socket-limit", {"--socket-limit", "1024"}}, {"--huge-dir", {"--huge-dir", "/dev/hugepages"}},
-      {"--file-prefix", {"--file-prefix", "wp"}}, {"--create-uio-dev", {"--create-uio-dev"}},
-      {"--vfio-intr", {"--vfio-intr", "msix"}}, {"--vfio-vf-token", {"--vfio-vf-token", "14d63f20-8445-11ea-8900-1f9ce7d5650d"}},
-      {"--legacy-mem", {"--legacy-mem"}}, {"--single-file-segments", {"--single-file-segments"}},
-      {"--match-allocations", {"--match-allocations"}}, {"--huge-worker-stack", {"--huge-worker-stack"}},
+      {"-c", {"-c", "0x1"}},
+      {"-l", {"-l", "0"}},
+      {"--lcores", {"--lcores", "0@0"}},
+      {"-s", {"-s", "0x2"}},
+      {"-S", {"-S", "1"}},
+      {"--main-lcore", {"-l", "0", "--main-lcore", "0"}},
+      {"--mbuf-pool-ops-name", {"--mbuf-pool-ops-name", "ring_mp_mc"}},
+      {"-n", {"-n", "4"}},
+      {"-m", {"-m", "512"}},
+      {"-r", {"-r", "2"}},
+      {"--block", {"--block", "0000:00:04.0"}},
+      {"-b", {"-b", "0000:00:04.0"}},
+      {"--allow", {"--allow", "0000:00:04.0"}},
+      {"-a", {"-a", "0000:00:04.0"}},
+      {"--vdev", {"--vdev", "net_null0"}},
+      {"--iova-mode", {"--iova-mode", "va"}},
+      {"-d", {"-d", "librte_net_null.so"}},
+      {"--vmware-tsc-map", {"--vmware-tsc-map"}},
+      {"--proc-type", {"--proc-type", "primary"}},
+      {"--syslog", {"--syslog", "daemon"}},
+      {"--log-level", {"--log-level", "pmd.net.vhost:debug"}},
+      {"--trace", {"--trace=.*"}},
+      {"--trace-dir", {"--trace-dir=/tmp"}},
+      {"--trace-bufsz", {"--trace-bufsz=2M"}},
+      {"--trace-mode", {"--trace-mode=o"}},
+      {"-v", {"-v"}},
+      {"--help", {"--help"}},
+      {"-h", {"-h"}},
+      {"--in-memory", {"--in-memory"}},
+      {"--base-virtaddr", {"--base-virtaddr", "0x100000000"}},
+      {"--telemetry", {"--telemetry"}},
+      {"--no-telemetry", {"--no-telemetry"}},
+      {"--force-max-simd-bitwidth", {"--force-max-simd-bitwidth", "64"}},
+      {"--huge-unlink", {"--huge-unlink=never"}},
+      {"--no-huge", {"--no-huge"}},
+      {"--no-pci", {"--no-pci"}},
+      {"--no-hpet", {"--no-hpet"}},
+      {"--no-shconf", {"--no-shconf"}},
+      {"--socket-mem", {"--socket-mem", "512,0"}},
+      {"--socket-limit", {"--socket-limit", "1024"}},
+      {"--huge-dir", {"--huge-dir", "/dev/hugepages"}},
+      {"--file-prefix", {"--file-prefix", "wp"}},
+      {"--create-uio-dev", {"--create-uio-dev"}},
+      {"--vfio-intr", {"--vfio-intr", "msix"}},
+      {"--vfio-vf-token", {"--vfio-vf-token", "14d63f20-8445-11ea-8900-1f9ce7d5650d"}},
+      {"--legacy-mem", {"--legacy-mem"}},
+      {"--single-file-segments", {"--single-file-segments"}},
+      {"--match-allocations", {"--match-allocations"}},
+      {"--huge-worker-stack", {"--huge-worker-stack"}},
   };
   for (const OptionDoc& d : eal_option_docs()) {
     const auto it = samples.find(d.name);

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Eal: ports from --vdev in order, pools owned by the Eal, -m checked against what the
 // application needs, bad devices named, and run_on_lcores running once per lcore as that lcore.
+#include "ws/eal/eal.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include "ws/eal/eal.hpp"
 
 namespace ws {
 namespace {
@@ -29,8 +29,8 @@ TEST(SplitArgs, EalBeforeDoubleDashAppAfter) {
 }
 
 TEST(Eal, PortsFromVdevsInOrderAndAPoolThatForwards) {
-  auto eal = Eal::create(options({"--lcores", "0@0", "--no-huge", "--file-prefix", "ws_eal_test", "--vdev",
-                                  "net_ring0", "--vdev", "net_null0,size=80"}),
+  auto eal = Eal::create(options({"--lcores", "0@0", "--no-huge", "--file-prefix", "ws_eal_test", "--vdev", "net_ring0",
+                                  "--vdev", "net_null0,size=80"}),
                          16u << 20);
   ASSERT_TRUE(eal.has_value()) << eal.error().message;
   Eal& e = **eal;
@@ -63,7 +63,8 @@ TEST(Eal, MemoryOptionSmallerThanNeededIsAnError) {
   auto eal = Eal::create(options({"--lcores", "0@0", "--no-huge", "-m", "8"}), 64u << 20);
   ASSERT_FALSE(eal.has_value());
   EXPECT_NE(eal.error().message.find("-m/--socket-mem 8 MiB is too small"), std::string::npos) << eal.error().message;
-  EXPECT_NE(eal.error().message.find("68 MiB are needed for this application; raise -m"), std::string::npos) << eal.error().message;
+  EXPECT_NE(eal.error().message.find("68 MiB are needed for this application; raise -m"), std::string::npos)
+      << eal.error().message;
 }
 
 TEST(Eal, BadDeviceIsNamed) {

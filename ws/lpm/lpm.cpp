@@ -2,11 +2,11 @@
 // Lpm4: prefix parsing, route add/remove on the DIR-24-8 tables, bulk lookups.
 #include "ws/lpm/lpm.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "ws/lpm/lpm_bulk.hpp"
 
@@ -39,7 +39,8 @@ Result<std::uint32_t> parse_ipv4_address(std::string_view text) {
     addr = addr << 8 | byte;
     rest.remove_prefix(digits);
     if (i < 3) {
-      if (rest.empty() || rest[0] != '.') return fail("'{}' is not an IPv4 address (expected A.B.C.D, each 0-255)", text);
+      if (rest.empty() || rest[0] != '.')
+        return fail("'{}' is not an IPv4 address (expected A.B.C.D, each 0-255)", text);
       rest.remove_prefix(1);
     }
   }
@@ -55,7 +56,8 @@ Result<Ipv4Prefix> parse_ipv4_prefix(std::string_view text) {
   const std::string_view len_text = text.substr(slash + 1);
   unsigned len = 0;
   auto [p, ec] = std::from_chars(len_text.data(), len_text.data() + len_text.size(), len);
-  if (len_text.empty() || ec != std::errc{} || p != len_text.data() + len_text.size() || len > 32 || len_text.size() > 2)
+  if (len_text.empty() || ec != std::errc{} || p != len_text.data() + len_text.size() || len > 32 ||
+      len_text.size() > 2)
     return fail("prefix '{}': length '{}' is not 0-32", text, len_text);
   const Ipv4Prefix prefix{*addr & mask_of(len), static_cast<std::uint8_t>(len)};
   if (prefix.addr != *addr)
@@ -79,12 +81,16 @@ Result<std::unique_ptr<Lpm4>> Lpm4::create(const LpmConfig& config) {
   // At least one group, so that the table's group pointer is valid even when none may be used.
   auto tbl8 = (*arena)->allocate(std::max<std::size_t>(1, config.tbl8_groups) * lpm_tbl8_group_entries * 4, 64, "tbl8");
   if (!tbl8) return std::unexpected(tbl8.error());
-  return std::unique_ptr<Lpm4>(new Lpm4(config, std::move(*arena), static_cast<std::uint32_t*>(*tbl24),
-                                        static_cast<std::uint32_t*>(*tbl8)));
+  return std::unique_ptr<Lpm4>(
+      new Lpm4(config, std::move(*arena), static_cast<std::uint32_t*>(*tbl24), static_cast<std::uint32_t*>(*tbl8)));
 }
 
 Lpm4::Lpm4(const LpmConfig& config, std::unique_ptr<Arena> arena, std::uint32_t* tbl24, std::uint32_t* tbl8)
-    : config_(config), arena_(std::move(arena)), tbl24_(tbl24), tbl8_(tbl8), bulk_(LpmBulk::pick(simd_level())),
+    : config_(config),
+      arena_(std::move(arena)),
+      tbl24_(tbl24),
+      tbl8_(tbl8),
+      bulk_(LpmBulk::pick(simd_level())),
       tbl8_groups_(config.tbl8_groups) {
   std::fill_n(tbl24_, tbl24_entries, empty);
   slots_.assign(std::bit_ceil(std::size_t{config.max_routes} * 2), RouteSlot{empty_key, 0});
@@ -113,7 +119,9 @@ namespace {
 
 std::uint64_t route_key(std::uint32_t addr, std::uint32_t length) noexcept { return std::uint64_t{addr} << 8 | length; }
 // Fibonacci hashing: the multiplication spreads nearby prefixes; the top bits index the table.
-std::size_t route_hash(std::uint64_t key) noexcept { return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> 20); }
+std::size_t route_hash(std::uint64_t key) noexcept {
+  return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> 20);
+}
 
 }  // namespace
 
@@ -224,9 +232,10 @@ Result<void> Lpm4::add(Ipv4Prefix prefix, std::uint32_t next_hop) {
     std::uint32_t e = tbl24_[index];
     if (!(e & ext_flag)) {
       if (free_groups_.empty())
-        return fail("lpm '{}': route {}: no free tbl8 group ({} in use, each /24 holding routes longer than /24 "
-                    "takes one); raise tbl8_groups",
-                    config_.name, p.to_string(), tbl8_groups_);
+        return fail(
+            "lpm '{}': route {}: no free tbl8 group ({} in use, each /24 holding routes longer than /24 "
+            "takes one); raise tbl8_groups",
+            config_.name, p.to_string(), tbl8_groups_);
       const std::uint32_t group = free_groups_.back();
       free_groups_.pop_back();
       std::fill_n(tbl8_ + std::size_t{group} * lpm_tbl8_group_entries, lpm_tbl8_group_entries, e);

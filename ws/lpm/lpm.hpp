@@ -52,9 +52,9 @@ inline constexpr std::uint32_t lpm_max_routes = 1u << 24;
 
 /// Sizes and memory of an Lpm4 table.
 struct LpmConfig {
-  std::string name = "lpm";               ///< Names the table in errors and its memory.
-  std::uint32_t max_routes = 1024;        ///< Routes the table holds at most (<= lpm_max_routes).
-  std::uint32_t tbl8_groups = 256;        ///< /24s that may hold routes longer than /24.
+  std::string name = "lpm";                 ///< Names the table in errors and its memory.
+  std::uint32_t max_routes = 1024;          ///< Routes the table holds at most (<= lpm_max_routes).
+  std::uint32_t tbl8_groups = 256;          ///< /24s that may hold routes longer than /24.
   HugePolicy huge = HugePolicy::automatic;  ///< 2 MiB pages for the tables (as an Arena).
 };
 
@@ -100,7 +100,9 @@ class Lpm4 {
   /// Routes in the table.
   std::uint32_t route_count() const noexcept { return routes_; }
   /// 256-entry groups in use (one per /24 holding routes longer than /24).
-  std::uint32_t tbl8_groups_used() const noexcept { return tbl8_groups_ - static_cast<std::uint32_t>(free_groups_.size()); }
+  std::uint32_t tbl8_groups_used() const noexcept {
+    return tbl8_groups_ - static_cast<std::uint32_t>(free_groups_.size());
+  }
   /// The configuration the table was created with.
   const LpmConfig& config() const noexcept { return config_; }
 
@@ -117,7 +119,9 @@ class Lpm4 {
 
   Lpm4(const LpmConfig& config, std::unique_ptr<Arena> arena, std::uint32_t* tbl24, std::uint32_t* tbl8);
   static std::uint32_t depth_of(std::uint32_t e) noexcept { return (e >> depth_shift) & 0x3f; }
-  static std::uint32_t entry(std::uint32_t next_hop, std::uint32_t depth) noexcept { return next_hop | depth << depth_shift; }
+  static std::uint32_t entry(std::uint32_t next_hop, std::uint32_t depth) noexcept {
+    return next_hop | depth << depth_shift;
+  }
   // Writes `value` (of depth `depth`) into entries [first, first + count) of tbl24 or a group,
   // where the entry there is no longer than `depth` (a longer route keeps its entries).
   void fill_tbl24(std::uint32_t first, std::uint32_t count, std::uint32_t value, std::uint32_t depth) noexcept;

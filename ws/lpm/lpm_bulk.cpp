@@ -50,8 +50,8 @@ void LpmBulk::portable(const Lpm4& t, const std::uint32_t* addrs, std::uint32_t*
       e = _mm256_i32gather_epi32(tbl24, index24, 4);
     // ext_flag is the sign bit: the lanes whose entry points to a group.
     if (_mm256_movemask_ps(_mm256_castsi256_ps(e)) != 0) [[unlikely]] {
-      const __m256i index = _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(e, value_mask), 8),
-                                            _mm256_and_si256(a, low_byte));
+      const __m256i index =
+          _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(e, value_mask), 8), _mm256_and_si256(a, low_byte));
       e = _mm256_mask_i32gather_epi32(e, tbl8, index, e, 4);
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_and_si256(e, value_mask));
@@ -85,7 +85,8 @@ void LpmBulk::portable(const Lpm4& t, const std::uint32_t* addrs, std::uint32_t*
       e = _mm512_i32gather_epi32(index24, tbl24, 4);
     const __mmask16 ext = _mm512_cmplt_epi32_mask(e, _mm512_setzero_si512());  // ext_flag: the sign bit
     if (ext != 0) [[unlikely]] {
-      const __m512i index = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(e, value_mask), 8), _mm512_and_si512(a, low_byte));
+      const __m512i index =
+          _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(e, value_mask), 8), _mm512_and_si512(a, low_byte));
       e = _mm512_mask_i32gather_epi32(e, ext, index, tbl8, 4);
     }
     _mm512_storeu_si512(out + i, _mm512_and_si512(e, value_mask));

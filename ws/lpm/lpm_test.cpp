@@ -2,6 +2,8 @@
 // Lpm4: longest match, fallback on removal, group reuse, every refusal leaving the table as it
 // was, and lookups (single, bulk, both bulk versions) against naive references on random tables
 // of 1k routes (every length, with removals) and 1M routes (a BGP-like length mix).
+#include "ws/lpm/lpm.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ws/lpm/lpm.hpp"
 #include "ws/lpm/lpm_bulk.hpp"
 #include "ws/testing/simd_levels.hpp"
 
@@ -67,7 +68,8 @@ void check_lookups(const Lpm4& t, const Ref& ref, const std::vector<std::uint32_
     versions.emplace_back(simd_name(level).data(), LpmBulk::pick(level));
   std::vector<std::vector<std::uint32_t>> bulk(versions.size() + 1, std::vector<std::uint32_t>(addrs.size()));
   t.lookup_bulk(addrs.data(), bulk[0].data(), addrs.size());
-  for (std::size_t v = 0; v < versions.size(); ++v) versions[v].second(t, addrs.data(), bulk[v + 1].data(), addrs.size());
+  for (std::size_t v = 0; v < versions.size(); ++v)
+    versions[v].second(t, addrs.data(), bulk[v + 1].data(), addrs.size());
   std::size_t bad = 0;
   for (std::size_t i = 0; i < addrs.size() && bad < 5; ++i) {
     const std::uint32_t want = ref.lookup(addrs[i]);

@@ -23,7 +23,8 @@ std::uint32_t naive(const std::vector<ws::Ipv4Route>& routes, std::uint32_t a) {
   int best = -1;
   std::uint32_t hop = ws::lpm_no_route;
   for (const auto& r : routes)
-    if ((a & mask(r.prefix.length)) == r.prefix.addr && r.prefix.length > best) best = r.prefix.length, hop = r.next_hop;
+    if ((a & mask(r.prefix.length)) == r.prefix.addr && r.prefix.length > best)
+      best = r.prefix.length, hop = r.next_hop;
   return hop;
 }
 

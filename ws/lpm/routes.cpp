@@ -2,12 +2,12 @@
 // Route text parsing: single routes, route files, loading into an Lpm4.
 #include "ws/lpm/routes.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace ws {
 namespace {

@@ -14,8 +14,8 @@ namespace ws {
 
 /// A route: a prefix and the next hop its addresses go to.
 struct Ipv4Route {
-  Ipv4Prefix prefix;          ///< Destination network.
-  std::uint32_t next_hop = 0; ///< Where its packets go (a port id in l3fwd).
+  Ipv4Prefix prefix;           ///< Destination network.
+  std::uint32_t next_hop = 0;  ///< Where its packets go (a port id in l3fwd).
   /// Same prefix and next hop.
   bool operator==(const Ipv4Route&) const = default;
 };

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Route text: DPDK l3fwd's route-file lines and command-line routes, comments and blank lines,
 // and every refusal naming the text, the line and what was expected.
+#include "ws/lpm/routes.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
-
-#include "ws/lpm/routes.hpp"
 
 namespace ws {
 namespace {
@@ -25,7 +25,8 @@ TEST(Ipv4Text, AddressesAndPrefixes) {
   EXPECT_EQ(*parse_ipv4_address("198.18.0.1"), 0xc6120001u);
   EXPECT_EQ(*parse_ipv4_address("0.0.0.0"), 0u);
   EXPECT_EQ(*parse_ipv4_address("255.255.255.255"), 0xffffffffu);
-  for (const char* bad : {"256.0.0.1", "1.2.3", "1.2.3.4.5", "1.2.3.", "a.b.c.d", "1..2.3", "01.2.3.4", " 1.2.3.4", "1.2.3.4 ", ""})
+  for (const char* bad :
+       {"256.0.0.1", "1.2.3", "1.2.3.4.5", "1.2.3.", "a.b.c.d", "1..2.3", "01.2.3.4", " 1.2.3.4", "1.2.3.4 ", ""})
     EXPECT_FALSE(parse_ipv4_address(bad).has_value()) << bad;
   EXPECT_EQ(*parse_ipv4_prefix("10.0.0.0/8"), (Ipv4Prefix{0x0a000000u, 8}));
   EXPECT_EQ(*parse_ipv4_prefix("0.0.0.0/0"), (Ipv4Prefix{0, 0}));
@@ -92,7 +93,8 @@ TEST(Routes, ReadFileAndLoadIntoATable) {
   ASSERT_TRUE(t.has_value());
   auto full = add_ipv4_routes(**t, *routes, path);
   ASSERT_FALSE(full.has_value());
-  EXPECT_HAS(full.error().message, path + ": lpm 'routes': route 198.18.1.128/25: the table is full (2 routes, max_routes 2)");
+  EXPECT_HAS(full.error().message,
+             path + ": lpm 'routes': route 198.18.1.128/25: the table is full (2 routes, max_routes 2)");
   EXPECT_EQ((*t)->lookup(*parse_ipv4_address("198.18.1.200")), 1u);
   std::remove(path.c_str());
   auto missing = read_ipv4_routes(path);

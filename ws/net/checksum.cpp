@@ -132,7 +132,8 @@ RawSumFn raw_sum_best = &raw_sum_scalar;
 
 namespace {
 
-[[maybe_unused]] const bool raw_sum_hooked = (on_simd_level([](SimdLevel l) noexcept { raw_sum_best = raw_sum_for(l); }), true);
+[[maybe_unused]] const bool raw_sum_hooked =
+    (on_simd_level([](SimdLevel l) noexcept { raw_sum_best = raw_sum_for(l); }), true);
 
 }  // namespace
 

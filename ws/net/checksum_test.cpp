@@ -54,7 +54,8 @@ TEST(Checksum, VectorSumsMatchTheReference) {
     // All-ones data: the worst case for carries.
     std::vector<std::uint8_t> ff(65535, 0xff);
     std::vector<std::uint8_t> zero(65535, 0);
-    EXPECT_EQ(fold_sum(sum(ff.data(), ff.size(), 0)), fold_sum(raw_sum_scalar(ff.data(), ff.size()))) << simd_name(level);
+    EXPECT_EQ(fold_sum(sum(ff.data(), ff.size(), 0)), fold_sum(raw_sum_scalar(ff.data(), ff.size())))
+        << simd_name(level);
     EXPECT_EQ(fold_sum(sum(zero.data(), zero.size(), 0)), 0) << simd_name(level);
   }
   EXPECT_EQ(raw_sum_for(SimdLevel::scalar), &raw_sum_scalar);

@@ -12,9 +12,9 @@ namespace ws {
 
 /// A 48-bit Ethernet address.
 struct MacAddress {
-  std::array<std::uint8_t, 6> bytes{};  ///< In transmission order.
+  std::array<std::uint8_t, 6> bytes{};                 ///< In transmission order.
   bool operator==(const MacAddress&) const = default;  ///< Same six bytes.
-  std::string to_string() const;  ///< "02:00:00:00:00:01"
+  std::string to_string() const;                       ///< "02:00:00:00:00:01"
   /// "02:00:00:00:00:01" (either case); errors name the text.
   static Result<MacAddress> parse(std::string_view text);
 };

@@ -101,7 +101,6 @@ std::vector<std::string> tshark_verdicts(const std::string& pcap) {
   return lines;
 }
 
-
 struct GsoCase {
   bool ipv6;
   std::uint8_t proto;

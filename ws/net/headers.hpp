@@ -13,14 +13,14 @@ inline constexpr std::uint16_t ether_type_qinq_old = 0x9100;  ///< pre-standard 
 inline constexpr std::uint8_t ip_proto_hopopts = 0;           ///< RFC 8200 §4.3
 inline constexpr std::uint8_t ip_proto_icmp = 1;              ///< ICMP (RFC 792)
 inline constexpr std::uint8_t ip_proto_tcp = 6;               ///< TCP (RFC 9293)
-inline constexpr std::uint8_t ip_proto_ipv6_route = 43;  ///< RFC 8200 §4.4
-inline constexpr std::uint8_t ip_proto_ipv6_frag = 44;   ///< RFC 8200 §4.5
-inline constexpr std::uint8_t ip_proto_esp = 50;  ///< IPsec ESP (RFC 4303)
-inline constexpr std::uint8_t ip_proto_ah = 51;  ///< RFC 4302: length in 4-byte units
-inline constexpr std::uint8_t ip_proto_icmpv6 = 58;     ///< ICMPv6 (RFC 4443)
-inline constexpr std::uint8_t ip_proto_ipv6_none = 59;  ///< No next header (RFC 8200 §4.7)
-inline constexpr std::uint8_t ip_proto_ipv6_dstopts = 60;  ///< RFC 8200 §4.6
-inline constexpr std::uint16_t vxlan_udp_port = 4789;      ///< RFC 7348 §5
+inline constexpr std::uint8_t ip_proto_ipv6_route = 43;       ///< RFC 8200 §4.4
+inline constexpr std::uint8_t ip_proto_ipv6_frag = 44;        ///< RFC 8200 §4.5
+inline constexpr std::uint8_t ip_proto_esp = 50;              ///< IPsec ESP (RFC 4303)
+inline constexpr std::uint8_t ip_proto_ah = 51;               ///< RFC 4302: length in 4-byte units
+inline constexpr std::uint8_t ip_proto_icmpv6 = 58;           ///< ICMPv6 (RFC 4443)
+inline constexpr std::uint8_t ip_proto_ipv6_none = 59;        ///< No next header (RFC 8200 §4.7)
+inline constexpr std::uint8_t ip_proto_ipv6_dstopts = 60;     ///< RFC 8200 §4.6
+inline constexpr std::uint16_t vxlan_udp_port = 4789;         ///< RFC 7348 §5
 
 /// IEEE 802.1Q tag as it follows the MAC addresses: TCI then the inner EtherType.
 struct __attribute__((packed)) VlanHdr {
@@ -45,7 +45,7 @@ static_assert(sizeof(ArpHdr) == 28);
 
 /// RFC 8200 §3.
 struct __attribute__((packed)) Ipv6Hdr {
-  std::uint32_t vtc_flow_be;  ///< version 4 bits, traffic class 8, flow label 20
+  std::uint32_t vtc_flow_be;     ///< version 4 bits, traffic class 8, flow label 20
   std::uint16_t payload_len_be;  ///< Bytes after this header (extension headers included).
   std::uint8_t next_header;      ///< Type of the next header (ip_proto_*).
   std::uint8_t hop_limit;        ///< Hops left.
@@ -67,7 +67,7 @@ struct __attribute__((packed)) TcpHdr {
   std::uint16_t dst_port_be;  ///< Destination port.
   std::uint32_t sent_seq_be;  ///< Sequence number.
   std::uint32_t recv_ack_be;  ///< Acknowledgment number.
-  std::uint8_t data_off;  ///< upper 4 bits: header length in 32-bit words
+  std::uint8_t data_off;      ///< upper 4 bits: header length in 32-bit words
   std::uint8_t tcp_flags;     ///< tcp_flag::* bits.
   std::uint16_t rx_win_be;    ///< Window.
   std::uint16_t cksum;        ///< Checksum with the pseudo-header.
@@ -102,7 +102,7 @@ struct __attribute__((packed)) VxlanHdr {
 };
 static_assert(sizeof(VxlanHdr) == 8);
 
-inline constexpr std::uint16_t ipv4_flag_more_fragments = 0x2000;  ///< RFC 791 §3.1
+inline constexpr std::uint16_t ipv4_flag_more_fragments = 0x2000;   ///< RFC 791 §3.1
 inline constexpr std::uint16_t ipv4_flag_dont_fragment = 0x4000;    ///< RFC 791 §3.1
 inline constexpr std::uint16_t ipv4_fragment_offset_mask = 0x1fff;  ///< Offset bits of fragment_offset_be.
 

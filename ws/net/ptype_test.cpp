@@ -194,7 +194,6 @@ TEST_F(PtypeMbufTest, MultiSegmentHeaders) {
   EXPECT_EQ(pool_->in_use(), 0u);
 }
 
-
 // classify_outer_fast parses the common frame inline and hands every other to classify_outer:
 // both set the same fields over frames of every shape, truncated at every length and with
 // fragment bits, bad versions and lengths, each starting from garbage in the fields.
@@ -203,8 +202,12 @@ TEST_F(PtypeMbufTest, FastOuterClassifyMatchesTheWalk) {
   for (std::uint8_t proto : {ip_proto_udp, ip_proto_tcp, ip_proto_icmp, std::uint8_t{47}})
     for (bool v6 : {false, true})
       for (std::uint8_t tags : {0, 1})
-        for (std::uint8_t words : {0, 1}) specs.push_back({.ipv6 = v6, .l4_proto = proto, .vlan_tags = tags,
-                                                          .ipv4_option_words = words, .tcp_option_words = words});
+        for (std::uint8_t words : {0, 1})
+          specs.push_back({.ipv6 = v6,
+                           .l4_proto = proto,
+                           .vlan_tags = tags,
+                           .ipv4_option_words = words,
+                           .tcp_option_words = words});
   std::mt19937 rng(7);
   std::size_t fast_frames = 0;
   for (const FrameSpec& spec : specs) {

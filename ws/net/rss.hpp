@@ -14,7 +14,7 @@
 
 namespace ws {
 
-inline constexpr std::size_t rss_key_bytes = 40;  ///< Toeplitz key length (as NICs and DPDK)
+inline constexpr std::size_t rss_key_bytes = 40;        ///< Toeplitz key length (as NICs and DPDK)
 inline constexpr std::size_t rss_max_input_bytes = 36;  ///< IPv6 4-tuple
 /// Microsoft's verification key (also the default of most NICs and of DPDK's testpmd).
 inline constexpr std::array<std::uint8_t, rss_key_bytes> rss_default_key = {
@@ -31,10 +31,10 @@ inline constexpr std::uint32_t udp = 1u << 2;  ///< + ports of UDP packets
 
 /// DPDK's rx_adv_conf.rss_conf plus its redirection table.
 struct RssConfig {
-  std::uint32_t types = 0;  ///< rss_type::* hashed (DPDK's rss_hf); 0: no RSS
+  std::uint32_t types = 0;                                        ///< rss_type::* hashed (DPDK's rss_hf); 0: no RSS
   std::array<std::uint8_t, rss_key_bytes> key = rss_default_key;  ///< Toeplitz key
-  bool symmetric = false;  ///< both directions of a flow hash alike
-  std::vector<std::uint16_t> reta{};  ///< empty: 128 entries round-robin over the RX queues
+  bool symmetric = false;                                         ///< both directions of a flow hash alike
+  std::vector<std::uint16_t> reta{};                              ///< empty: 128 entries round-robin over the RX queues
 };
 
 /// The bit-serial definition, for tests: for every set input bit (MSB first), XOR in the 32 key

@@ -2,10 +2,10 @@
 // PCI address parsing and printing.
 #include "ws/pci/address.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
-
-#include <fmt/format.h>
 
 namespace ws::pci {
 namespace {
@@ -36,9 +36,10 @@ bool Address::looks_like(std::string_view text) {
 
 Result<Address> Address::parse(std::string_view text) {
   const auto bad = [&](std::string_view why) {
-    return fail("PCI address '{}': {} (expected DOMAIN:BUS:DEVICE.FUNCTION in hex, e.g. 0000:00:04.0, or "
-                "BUS:DEVICE.FUNCTION)",
-                text, why);
+    return fail(
+        "PCI address '{}': {} (expected DOMAIN:BUS:DEVICE.FUNCTION in hex, e.g. 0000:00:04.0, or "
+        "BUS:DEVICE.FUNCTION)",
+        text, why);
   };
   std::string_view s = text;
   std::uint32_t a = 0, b = 0, d = 0, f = 0;

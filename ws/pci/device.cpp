@@ -3,6 +3,7 @@
 #include "ws/pci/device.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,8 +15,6 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace ws::pci {
 namespace {
@@ -42,7 +41,8 @@ Result<std::uint64_t> read_hex(const std::string& dir, std::string_view attr) {
   if (v.starts_with("0x")) v.remove_prefix(2);
   std::uint64_t n = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n, 16);
-  if (v.empty() || ec != std::errc{} || end != v.data() + v.size()) return fail("{}: '{}' is not a hex number", path, *line);
+  if (v.empty() || ec != std::errc{} || end != v.data() + v.size())
+    return fail("{}: '{}' is not a hex number", path, *line);
   return n;
 }
 
@@ -131,9 +131,7 @@ Result<Device> Device::open(const Address& address, std::string root) {
   return d;
 }
 
-std::string Device::describe() const {
-  return fmt::format("{} ({:04x}:{:04x})", name(), id_.vendor, id_.device);
-}
+std::string Device::describe() const { return fmt::format("{} ({:04x}:{:04x})", name(), id_.vendor, id_.device); }
 
 Result<std::vector<std::uint8_t>> Device::config() const {
   const std::string path = path_ + "/config";
@@ -152,7 +150,8 @@ Result<std::vector<std::uint8_t>> Device::config() const {
 Result<void> Device::write_config(std::size_t offset, const void* data, std::size_t len) const {
   const std::string path = path_ + "/config";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return fail("PCI device {}: cannot open {} for writing: {} (needs root)", describe(), path, std::strerror(errno));
+  if (fd < 0)
+    return fail("PCI device {}: cannot open {} for writing: {} (needs root)", describe(), path, std::strerror(errno));
   const ssize_t n = ::pwrite(fd, data, len, static_cast<off_t>(offset));
   const int e = errno;
   ::close(fd);
@@ -192,7 +191,8 @@ BarInfo Device::bar(unsigned index) const { return index < bars_.size() ? bars_[
 Result<Bar> Device::map_bar(unsigned index, std::size_t min_bytes, std::string_view what) const {
   const BarInfo b = bar(index);
   if (b.size == 0) return fail("PCI device {}: BAR {} ({}) is not implemented", describe(), index, what);
-  if (!b.memory()) return fail("PCI device {}: BAR {} ({}) is not a memory BAR (flags {:#x})", describe(), index, what, b.flags);
+  if (!b.memory())
+    return fail("PCI device {}: BAR {} ({}) is not a memory BAR (flags {:#x})", describe(), index, what, b.flags);
   if (b.size < min_bytes)
     return fail("PCI device {}: BAR {} ({}) is {} bytes; the driver needs at least {}", describe(), index, what, b.size,
                 min_bytes);
@@ -202,20 +202,23 @@ Result<Bar> Device::map_bar(unsigned index, std::size_t min_bytes, std::string_v
   void* p = ::mmap(nullptr, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int e = errno;
   ::close(fd);  // the mapping stays
-  if (p == MAP_FAILED) return fail("PCI device {}: mmap of {} ({} bytes): {}", describe(), path, b.size, std::strerror(e));
+  if (p == MAP_FAILED)
+    return fail("PCI device {}: mmap of {} ({} bytes): {}", describe(), path, b.size, std::strerror(e));
   return Bar(static_cast<std::byte*>(p), b.size);
 }
 
 Result<void> Device::check_binding() const {
   if (driver_.empty() || driver_ == uio_driver) return {};
   if (driver_ == "vfio-pci")
-    return fail("PCI device {} is bound to vfio-pci, and this build drives PCI devices through uio_pci_generic "
-                "only; to hand it over: {}",
-                describe(), bind_commands(address_, driver_));
-  return fail("PCI device {} is bound to the kernel driver {}; wirespeed never takes a device from a kernel driver "
-              "itself. If nothing on this machine needs it (check that it is not your management interface), hand "
-              "it over with: {}",
-              describe(), driver_, bind_commands(address_, driver_));
+    return fail(
+        "PCI device {} is bound to vfio-pci, and this build drives PCI devices through uio_pci_generic "
+        "only; to hand it over: {}",
+        describe(), bind_commands(address_, driver_));
+  return fail(
+      "PCI device {} is bound to the kernel driver {}; wirespeed never takes a device from a kernel driver "
+      "itself. If nothing on this machine needs it (check that it is not your management interface), hand "
+      "it over with: {}",
+      describe(), driver_, bind_commands(address_, driver_));
 }
 
 Result<void> Device::enable() const {

@@ -38,8 +38,8 @@ inline constexpr std::uint16_t status_cap_list = 1u << 4;
 // One line of sysfs' `resource` file: where a BAR is and what it is.
 struct BarInfo {
   std::uint64_t start = 0;
-  std::uint64_t size = 0;   // 0: not implemented
-  std::uint64_t flags = 0;  // Linux IORESOURCE_* bits
+  std::uint64_t size = 0;                               // 0: not implemented
+  std::uint64_t flags = 0;                              // Linux IORESOURCE_* bits
   bool memory() const { return (flags & 0x200) != 0; }  // IORESOURCE_MEM
   bool io() const { return (flags & 0x100) != 0; }      // IORESOURCE_IO
 };
@@ -50,7 +50,10 @@ class Bar {
  public:
   Bar() = default;
   Bar(std::byte* base, std::size_t size) : base_(base), size_(size) {}
-  Bar(Bar&& o) noexcept : base_(o.base_), size_(o.size_) { o.base_ = nullptr; o.size_ = 0; }
+  Bar(Bar&& o) noexcept : base_(o.base_), size_(o.size_) {
+    o.base_ = nullptr;
+    o.size_ = 0;
+  }
   Bar& operator=(Bar&& o) noexcept;
   Bar(const Bar&) = delete;
   Bar& operator=(const Bar&) = delete;
@@ -59,9 +62,13 @@ class Bar {
   std::byte* base() const noexcept { return base_; }
   std::size_t size() const noexcept { return size_; }
   template <class T>
-  T read(std::size_t off) const noexcept { return *reinterpret_cast<const volatile T*>(base_ + off); }
+  T read(std::size_t off) const noexcept {
+    return *reinterpret_cast<const volatile T*>(base_ + off);
+  }
   template <class T>
-  void write(std::size_t off, T v) const noexcept { *reinterpret_cast<volatile T*>(base_ + off) = v; }
+  void write(std::size_t off, T v) const noexcept {
+    *reinterpret_cast<volatile T*>(base_ + off) = v;
+  }
   std::uint32_t read32(std::size_t off) const noexcept { return read<std::uint32_t>(off); }
   void write32(std::size_t off, std::uint32_t v) const noexcept { write<std::uint32_t>(off, v); }
 

@@ -65,8 +65,8 @@ class FakeSysfs : public ::testing::Test {
 
   static void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
   static void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                             static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   }
 
   // A device with a 256-byte config space holding `caps` (id, offset, next) and one 16 KiB

@@ -69,7 +69,8 @@ std::string DriverRegistry::describe_pci_ids() const {
     const auto ids = d->pci_ids();
     if (ids.empty()) continue;
     out += fmt::format("{}{} (", out.empty() ? "" : ", ", d->name());
-    for (std::size_t i = 0; i < ids.size(); ++i) out += fmt::format("{}{:04x}:{:04x}", i ? ", " : "", ids[i].vendor, ids[i].device);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      out += fmt::format("{}{:04x}:{:04x}", i ? ", " : "", ids[i].vendor, ids[i].device);
     out += ')';
   }
   return out.empty() ? "none" : out;

@@ -21,8 +21,8 @@ class Device;  // ws/pci/device.hpp, which only PCI drivers include
 
 /// What a driver may use from the application when it creates a port.
 struct PortEnv {
-  Arena* arena = nullptr;         ///< shareable memory (virtio-user maps it to the backend)
-  unsigned lcore_count = 1;       ///< lcores of the application (queue sizing hints)
+  Arena* arena = nullptr;            ///< shareable memory (virtio-user maps it to the backend)
+  unsigned lcore_count = 1;          ///< lcores of the application (queue sizing hints)
   const pci::Device* pci = nullptr;  ///< the device, for a PCI driver (checked: ours to drive)
 };
 

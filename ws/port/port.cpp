@@ -49,7 +49,7 @@ std::uint16_t idle_burst(QueueBase*, Mbuf**, std::uint16_t) noexcept { return 0;
 
 std::string tx_offload::names(std::uint64_t offloads) {
   static constexpr std::pair<std::uint64_t, const char*> known[] = {
-      {vlan_insert, "vlan_insert"}, {ipv4_cksum, "ipv4_cksum"}, {udp_cksum, "udp_cksum"}, {tcp_cksum, "tcp_cksum"},
+      {vlan_insert, "vlan_insert"}, {ipv4_cksum, "ipv4_cksum"}, {udp_cksum, "udp_cksum"},  {tcp_cksum, "tcp_cksum"},
       {tcp_tso, "tcp_tso"},         {udp_tso, "udp_tso"},       {multi_segs, "multi_segs"}};
   std::string out;
   for (const auto& [bit, name] : known) {
@@ -75,7 +75,8 @@ Result<void> Port::check_tx_offloads(std::uint64_t offloads, PktmbufPool* segmen
 
 Result<void> Port::check_rss(const RssConfig& rss, std::uint16_t rx_queues) const {
   if (rss.types & ~(rss_type::ip | rss_type::tcp | rss_type::udp))
-    return fail("RSS types {:#x}: accepted ip, tcp, udp ({:#x})", rss.types, rss_type::ip | rss_type::tcp | rss_type::udp);
+    return fail("RSS types {:#x}: accepted ip, tcp, udp ({:#x})", rss.types,
+                rss_type::ip | rss_type::tcp | rss_type::udp);
   if (!rss.reta.empty() && (rss.reta.size() > RssReta::max_size || !std::has_single_bit(rss.reta.size())))
     return fail("RSS redirection table of {} entries: a power of two up to {} expected", rss.reta.size(),
                 RssReta::max_size);
@@ -88,8 +89,7 @@ Result<void> Port::check_rss(const RssConfig& rss, std::uint16_t rx_queues) cons
 
 Result<void> Port::set_rss(const RssConfig& rss) {
   if (started_) return fail("port {} ({}): stop the port before changing its RSS configuration", id_, name_);
-  if (auto ok = check_rss(rss, config_.rx_queues); !ok)
-    return with_context(ok.error(), context());
+  if (auto ok = check_rss(rss, config_.rx_queues); !ok) return with_context(ok.error(), context());
   config_.rss = rss;
   return {};
 }
@@ -107,8 +107,7 @@ Result<void> Port::start_software_rss() {
 
 Result<void> Port::set_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) {
   if (started_) return fail("port {} ({}): stop the port before changing its TX offloads", id_, name_);
-  if (auto ok = check_tx_offloads(offloads, segment_pool); !ok)
-    return with_context(ok.error(), context());
+  if (auto ok = check_tx_offloads(offloads, segment_pool); !ok) return with_context(ok.error(), context());
   config_.tx_offloads = offloads;
   config_.tx_segment_pool = segment_pool;
   return {};
@@ -140,9 +139,10 @@ Result<void> Port::check_rx(std::uint64_t rx_offloads, std::uint16_t mtu) const 
   const PortInfo i = info();
   const std::uint64_t capa = i.rx_offload_capa | rx_offload::software;
   if (rx_offloads & ~capa)
-    return fail("Ethdev port_id={} requested Rx offloads {:#x} doesn't match Rx offloads capabilities {:#x} in "
-                "rte_eth_dev_configure()",
-                id_, rx_offloads, capa);
+    return fail(
+        "Ethdev port_id={} requested Rx offloads {:#x} doesn't match Rx offloads capabilities {:#x} in "
+        "rte_eth_dev_configure()",
+        id_, rx_offloads, capa);
   if (mtu < i.min_mtu) return fail("Ethdev port_id={} MTU ({}) < device min MTU ({})", id_, mtu, i.min_mtu);
   if (mtu > i.max_mtu) return fail("Ethdev port_id={} MTU ({}) > device max MTU ({})", id_, mtu, i.max_mtu);
   return {};
@@ -204,8 +204,7 @@ Result<void> Port::configure(const PortConfig& config) {
                 i.max_tx_queues);
   if (auto ok = check_tx_offloads(config.tx_offloads, config.tx_segment_pool); !ok)
     return with_context(ok.error(), context());
-  if (auto ok = check_rss(config.rss, config.rx_queues); !ok)
-    return with_context(ok.error(), context());
+  if (auto ok = check_rss(config.rss, config.rx_queues); !ok) return with_context(ok.error(), context());
   if (auto ok = check_rx(config.rx_offloads, config.mtu); !ok) return ok;
   if (auto ok = do_configure(config); !ok) return with_context(ok.error(), context());
   config_ = config;

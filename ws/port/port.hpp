@@ -40,8 +40,10 @@ class VlanFilter {
   /// Lets VLAN id `vid` in (on) or not.
   void set(std::uint16_t vid, bool on) noexcept {
     const std::uint64_t bit = 1ULL << (vid & 63);
-    if (on) words_[vid >> 6].fetch_or(bit, std::memory_order_relaxed);
-    else words_[vid >> 6].fetch_and(~bit, std::memory_order_relaxed);
+    if (on)
+      words_[vid >> 6].fetch_or(bit, std::memory_order_relaxed);
+    else
+      words_[vid >> 6].fetch_and(~bit, std::memory_order_relaxed);
   }
   /// The number of VLAN ids.
   static constexpr std::uint16_t size() noexcept { return 4096; }
@@ -86,13 +88,13 @@ template <class Q, bool Rx>
 /// burst_trampoline built for AVX2.
 template <class Q, bool Rx>
 [[gnu::hot, gnu::flatten, WS_TARGET_AVX2]] std::uint16_t burst_trampoline_avx2(QueueBase* q, Mbuf** pkts,
-                                                                        std::uint16_t n) noexcept {
+                                                                               std::uint16_t n) noexcept {
   return queue_burst<Q, Rx>(q, pkts, n);
 }
 /// burst_trampoline built for AVX-512.
 template <class Q, bool Rx>
 [[gnu::hot, gnu::flatten, WS_TARGET_AVX512]] std::uint16_t burst_trampoline_avx512(QueueBase* q, Mbuf** pkts,
-                                                                            std::uint16_t n) noexcept {
+                                                                                   std::uint16_t n) noexcept {
   return queue_burst<Q, Rx>(q, pkts, n);
 }
 /// The build of queue type Q's burst for `level`.
@@ -120,15 +122,15 @@ BurstFn tx_burst_fn(SimdLevel level) noexcept {
 /// through mbuf flags in PortConfig::tx_offloads (DPDK's txmode.offloads). An enabled offload the
 /// device lacks is done in software by the port (see Port::start) if it is in `software`.
 namespace tx_offload {
-inline constexpr std::uint64_t vlan_insert = 1ULL << 0;   ///< Insert Mbuf::vlan_tci (mbuf_flag::tx_vlan).
-inline constexpr std::uint64_t ipv4_cksum = 1ULL << 1;    ///< IPv4 header checksums.
-inline constexpr std::uint64_t udp_cksum = 1ULL << 2;     ///< UDP checksums.
-inline constexpr std::uint64_t tcp_cksum = 1ULL << 3;     ///< TCP checksums.
-inline constexpr std::uint64_t tcp_tso = 1ULL << 5;       ///< TCP segmentation.
-inline constexpr std::uint64_t udp_tso = 1ULL << 6;       ///< UDP segmentation.
-inline constexpr std::uint64_t multi_segs = 1ULL << 15;   ///< Chained (multi-segment) packets.
-inline constexpr std::uint64_t checksums = ipv4_cksum | udp_cksum | tcp_cksum;      ///< Every checksum offload.
-inline constexpr std::uint64_t segmentation = tcp_tso | udp_tso;                    ///< Every segmentation offload.
+inline constexpr std::uint64_t vlan_insert = 1ULL << 0;  ///< Insert Mbuf::vlan_tci (mbuf_flag::tx_vlan).
+inline constexpr std::uint64_t ipv4_cksum = 1ULL << 1;   ///< IPv4 header checksums.
+inline constexpr std::uint64_t udp_cksum = 1ULL << 2;    ///< UDP checksums.
+inline constexpr std::uint64_t tcp_cksum = 1ULL << 3;    ///< TCP checksums.
+inline constexpr std::uint64_t tcp_tso = 1ULL << 5;      ///< TCP segmentation.
+inline constexpr std::uint64_t udp_tso = 1ULL << 6;      ///< UDP segmentation.
+inline constexpr std::uint64_t multi_segs = 1ULL << 15;  ///< Chained (multi-segment) packets.
+inline constexpr std::uint64_t checksums = ipv4_cksum | udp_cksum | tcp_cksum;     ///< Every checksum offload.
+inline constexpr std::uint64_t segmentation = tcp_tso | udp_tso;                   ///< Every segmentation offload.
 inline constexpr std::uint64_t software = vlan_insert | checksums | segmentation;  ///< What ports emulate.
 /// "ipv4_cksum,tcp_tso" (DPDK's names without the prefix); "none" for 0.
 std::string names(std::uint64_t offloads);
@@ -139,27 +141,27 @@ std::string names(std::uint64_t offloads);
 /// PortConfig::rx_offloads (DPDK's rxmode.offloads). Those in `software` the port does itself
 /// for any device (software_rx.hpp); any other one the device lacks is refused by configure().
 namespace rx_offload {
-inline constexpr std::uint64_t vlan_strip = 1ULL << 0;   ///< Tag moved to Mbuf::vlan_tci.
-inline constexpr std::uint64_t ipv4_cksum = 1ULL << 1;   ///< IPv4 header checksum verdicts.
-inline constexpr std::uint64_t udp_cksum = 1ULL << 2;    ///< UDP checksum verdicts.
-inline constexpr std::uint64_t tcp_cksum = 1ULL << 3;    ///< TCP checksum verdicts.
-inline constexpr std::uint64_t tcp_lro = 1ULL << 4;      ///< Large receive (coalesced TCP segments).
-inline constexpr std::uint64_t qinq_strip = 1ULL << 5;   ///< Outer (QinQ) tag stripped.
-inline constexpr std::uint64_t vlan_filter = 1ULL << 9;  ///< Tagged packets of other VLANs dropped.
-inline constexpr std::uint64_t vlan_extend = 1ULL << 10; ///< Double-tag (extended) VLAN mode.
-inline constexpr std::uint64_t scatter = 1ULL << 13;     ///< Packets longer than one mbuf, chained.
-inline constexpr std::uint64_t timestamp = 1ULL << 14;   ///< Receive timestamps.
-inline constexpr std::uint64_t keep_crc = 1ULL << 16;    ///< Ethernet CRC kept in the data.
+inline constexpr std::uint64_t vlan_strip = 1ULL << 0;     ///< Tag moved to Mbuf::vlan_tci.
+inline constexpr std::uint64_t ipv4_cksum = 1ULL << 1;     ///< IPv4 header checksum verdicts.
+inline constexpr std::uint64_t udp_cksum = 1ULL << 2;      ///< UDP checksum verdicts.
+inline constexpr std::uint64_t tcp_cksum = 1ULL << 3;      ///< TCP checksum verdicts.
+inline constexpr std::uint64_t tcp_lro = 1ULL << 4;        ///< Large receive (coalesced TCP segments).
+inline constexpr std::uint64_t qinq_strip = 1ULL << 5;     ///< Outer (QinQ) tag stripped.
+inline constexpr std::uint64_t vlan_filter = 1ULL << 9;    ///< Tagged packets of other VLANs dropped.
+inline constexpr std::uint64_t vlan_extend = 1ULL << 10;   ///< Double-tag (extended) VLAN mode.
+inline constexpr std::uint64_t scatter = 1ULL << 13;       ///< Packets longer than one mbuf, chained.
+inline constexpr std::uint64_t timestamp = 1ULL << 14;     ///< Receive timestamps.
+inline constexpr std::uint64_t keep_crc = 1ULL << 16;      ///< Ethernet CRC kept in the data.
 inline constexpr std::uint64_t buffer_split = 1ULL << 20;  ///< Headers and payload in separate pools.
 inline constexpr std::uint64_t checksums = ipv4_cksum | udp_cksum | tcp_cksum;  ///< DPDK's RX_OFFLOAD_CHECKSUM.
 inline constexpr std::uint64_t vlan = vlan_strip | vlan_filter | vlan_extend | qinq_strip;  ///< DPDK's RX_OFFLOAD_VLAN.
-inline constexpr std::uint64_t software = vlan_strip | vlan_filter;  ///< What ports emulate.
+inline constexpr std::uint64_t software = vlan_strip | vlan_filter;                         ///< What ports emulate.
 }  // namespace rx_offload
 
 /// Port::configure's settings (DPDK's rte_eth_conf and queue counts).
 struct PortConfig {
-  std::uint16_t rx_queues = 1;  ///< RX queues, 1 to PortInfo::max_rx_queues.
-  std::uint16_t tx_queues = 1;  ///< TX queues, 1 to PortInfo::max_tx_queues.
+  std::uint16_t rx_queues = 1;    ///< RX queues, 1 to PortInfo::max_rx_queues.
+  std::uint16_t tx_queues = 1;    ///< TX queues, 1 to PortInfo::max_tx_queues.
   std::uint64_t tx_offloads = 0;  ///< tx_offload::* the application will request
   std::uint64_t rx_offloads = 0;  ///< rx_offload::* enabled
   std::uint16_t mtu = 1500;       ///< Largest IP packet, PortInfo::min_mtu to max_mtu (DPDK's rxmode.mtu).
@@ -280,18 +282,24 @@ class Port {
   /// Sets the MTU (PortInfo::min_mtu to max_mtu), at once: what PortConfig::mtu says.
   Result<void> set_mtu(std::uint16_t mtu);
   /// All-multicast mode on or off (virtual devices: recorded only).
-  virtual Result<void> set_allmulticast(bool on) { allmulticast_ = on; return {}; }
+  virtual Result<void> set_allmulticast(bool on) {
+    allmulticast_ = on;
+    return {};
+  }
   bool allmulticast() const { return allmulticast_; }  ///< As last set (default on, as DPDK's virtual ports).
   /// Promiscuous mode on or off (virtual devices: recorded only).
-  virtual Result<void> set_promiscuous(bool on) { promiscuous_ = on; return {}; }
+  virtual Result<void> set_promiscuous(bool on) {
+    promiscuous_ = on;
+    return {};
+  }
   bool promiscuous() const { return promiscuous_; }  ///< As last set (default on).
 
-  const std::string& name() const { return name_; }          ///< Device name: "net_null0".
+  const std::string& name() const { return name_; }           ///< Device name: "net_null0".
   const std::string& driver_name() const { return driver_; }  ///< Driver name: "net_null".
-  std::uint16_t id() const { return id_; }                   ///< Port id in the application.
-  void set_id(std::uint16_t id) { id_ = id; }                ///< Sets the port id (used in errors).
-  bool started() const { return started_; }                  ///< Between start() and stop().
-  const PortConfig& config() const { return config_; }       ///< As last configured.
+  std::uint16_t id() const { return id_; }                    ///< Port id in the application.
+  void set_id(std::uint16_t id) { id_ = id; }                 ///< Sets the port id (used in errors).
+  bool started() const { return started_; }                   ///< Between start() and stop().
+  const PortConfig& config() const { return config_; }        ///< As last configured.
 
  protected:
   /// Drivers implement these; the base class keeps state and the burst table consistent.
@@ -339,10 +347,10 @@ class Port {
   Result<void> check_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) const;
   Result<void> check_rss(const RssConfig& rss, std::uint16_t rx_queues) const;
   Result<void> check_rx(std::uint64_t rx_offloads, std::uint16_t mtu) const;  // DPDK's messages
-  void wrap_rx_queues();  // software RX offloads behind the driver's RX burst functions
+  void wrap_rx_queues();              // software RX offloads behind the driver's RX burst functions
   Result<void> start_software_rss();  // hashing/spreading RX entries, when the device has no hash
-  void wrap_tx_queues();  // software offloads in front of the driver's TX burst functions
-  PortStats raw_stats() const;  // read_stats() plus the software offloads' drops
+  void wrap_tx_queues();              // software offloads in front of the driver's TX burst functions
+  PortStats raw_stats() const;        // read_stats() plus the software offloads' drops
 
   std::string name_;
   std::string driver_;
@@ -354,12 +362,12 @@ class Port {
   PortStats baseline_{};
   std::vector<BurstEntry> rx_table_;
   std::vector<BurstEntry> tx_table_;
-  std::vector<std::unique_ptr<SoftwareTxQueue>> sw_tx_;  // one per TX queue, from configure()
-  std::vector<std::unique_ptr<SoftwareRxQueue>> sw_rx_;  // one per RX queue, from configure()
+  std::vector<std::unique_ptr<SoftwareTxQueue>> sw_tx_;                       // one per TX queue, from configure()
+  std::vector<std::unique_ptr<SoftwareRxQueue>> sw_rx_;                       // one per RX queue, from configure()
   std::unique_ptr<VlanFilter> vlan_filter_ = std::make_unique<VlanFilter>();  // ids vlan_filter lets in
-  std::unique_ptr<SoftwareRss> sw_rss_;                  // from the last start() with software RSS
-  std::uint64_t rss_missed_before_ = 0;                  // missed counts of replaced sw_rss_
-  std::uint64_t rx_filtered_before_ = 0;                 // filtered counts of replaced sw_rx_
+  std::unique_ptr<SoftwareRss> sw_rss_;                                       // from the last start() with software RSS
+  std::uint64_t rss_missed_before_ = 0;                                       // missed counts of replaced sw_rss_
+  std::uint64_t rx_filtered_before_ = 0;                                      // filtered counts of replaced sw_rx_
 };
 
 /// An RX/TX burst function for queues that are not ready: receives and takes nothing.

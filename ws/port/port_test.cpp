@@ -344,8 +344,9 @@ TEST(DriverRegistry, AliasesFindTheirDriver) {
 
   auto unknown = reg.create_port("eth_bogus0", {});
   ASSERT_FALSE(unknown.has_value());
-  EXPECT_NE(unknown.error().message.find("net_virtio_user (alias virtio_user), eth_vhost_ext, net_vhost (alias eth_vhost)"),
-            std::string::npos)
+  EXPECT_NE(
+      unknown.error().message.find("net_virtio_user (alias virtio_user), eth_vhost_ext, net_vhost (alias eth_vhost)"),
+      std::string::npos)
       << unknown.error().message;
 }
 
@@ -380,7 +381,8 @@ TEST(DriverRegistry, CreatesPortsAndReportsErrors) {
 
   auto bad_syntax = reg.create_port("net_fake0,n", {});  // a bare key is for booleans only
   ASSERT_FALSE(bad_syntax.has_value());
-  EXPECT_NE(bad_syntax.error().message.find("key 'n' has no value, expected key=value"), std::string::npos) << bad_syntax.error().message;
+  EXPECT_NE(bad_syntax.error().message.find("key 'n' has no value, expected key=value"), std::string::npos)
+      << bad_syntax.error().message;
 }
 
 // Variants: the instance the flags name, and a burst entry that calls exactly it.

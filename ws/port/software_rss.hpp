@@ -48,7 +48,8 @@ class SoftwareRss {
   static std::uint16_t spread_rx(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept;
 
  private:
-  SoftwareRss(const RssConfig& config, RssReta reta) : key_(config.key, config.symmetric), reta_(reta), types_(config.types) {}
+  SoftwareRss(const RssConfig& config, RssReta reta)
+      : key_(config.key, config.symmetric), reta_(reta), types_(config.types) {}
 
   Toeplitz key_;
   RssReta reta_;

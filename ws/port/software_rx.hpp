@@ -13,9 +13,9 @@
 namespace ws {
 
 struct alignas(cache_line_bytes) SoftwareRxQueue : QueueBase {
-  BurstEntry driver;                  // the driver's own burst function and queue
+  BurstEntry driver;                   // the driver's own burst function and queue
   const VlanFilter* filter = nullptr;  // the port's filter (rx_offload::vlan_filter)
-  Counter filtered;  // tagged packets dropped by the filter (written by the polling lcore)
+  Counter filtered;                    // tagged packets dropped by the filter (written by the polling lcore)
 };
 
 // SoftwareRxQueue's burst function (software_rx.cpp); Filter and Strip are chosen once at

@@ -7,10 +7,11 @@
 // port had to give up on (bad headers, segments the queue refused) is taken, freed and counted
 // in SoftwareTxQueue::dropped; a packet that could not be segmented for want of mbufs is not
 // taken and stays with the caller, as when a queue is full.
+#include "ws/port/software_tx.hpp"
+
 #include "ws/net/gso.hpp"
 #include "ws/net/tx_offload.hpp"
 #include "ws/port/port.hpp"
-#include "ws/port/software_tx.hpp"
 
 namespace ws {
 namespace {
@@ -27,7 +28,8 @@ std::uint16_t software_offload_tx(QueueBase* base, Mbuf** pkts, std::uint16_t n)
   // Send the pending run; the count of the caller's packets handled so far.
   auto flush = [&](std::uint16_t end) noexcept -> std::uint16_t {
     if (run == end) return end;
-    return static_cast<std::uint16_t>(run + q.driver.fn(q.driver.queue, pkts + run, static_cast<std::uint16_t>(end - run)));
+    return static_cast<std::uint16_t>(run +
+                                      q.driver.fn(q.driver.queue, pkts + run, static_cast<std::uint16_t>(end - run)));
   };
   for (std::uint16_t i = 0; i < n; ++i) {
     Mbuf* m = pkts[i];

@@ -13,10 +13,10 @@ namespace ws {
 // A TX queue whose enabled offloads the device lacks: the port's software offloads run before
 // the driver's burst function, which it wraps. Set up by Port::start().
 struct alignas(cache_line_bytes) SoftwareTxQueue : QueueBase {
-  BurstEntry driver;                     // the driver's own burst function and queue
-  PktmbufPool* segment_pool = nullptr;   // software TSO's header and indirect mbufs
-  bool sw_checksums = true;              // segments' checksums in software (device lacks them)
-  Counter dropped;  // packets (or segments) taken but not sent: bad headers, no mbufs, queue full
+  BurstEntry driver;                    // the driver's own burst function and queue
+  PktmbufPool* segment_pool = nullptr;  // software TSO's header and indirect mbufs
+  bool sw_checksums = true;             // segments' checksums in software (device lacks them)
+  Counter dropped;                      // packets (or segments) taken but not sent: bad headers, no mbufs, queue full
 };
 
 // SoftwareTxQueue's burst function (ws/port/software_tx.cpp); Checksum: VLAN and checksum

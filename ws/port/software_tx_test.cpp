@@ -199,10 +199,11 @@ TEST_F(SoftwareTxTest, PcapPortWritesSegmentsTsharkAccepts) {
     EXPECT_EQ(port->stats().opackets, 7u + 3u);
     port->stop();
   }  // closing the port flushes the file
-  const std::string fields = ws::testing::shell_output("tshark -r " + out +
-                                 " -o ip.check_checksum:TRUE -o tcp.check_checksum:TRUE -o udp.check_checksum:TRUE"
-                                 " -T fields -E separator=, -e frame.len -e ip.checksum.status -e tcp.checksum.status"
-                                 " -e udp.checksum.status -e tcp.seq_raw 2>/dev/null");
+  const std::string fields =
+      ws::testing::shell_output("tshark -r " + out +
+                                " -o ip.check_checksum:TRUE -o tcp.check_checksum:TRUE -o udp.check_checksum:TRUE"
+                                " -T fields -E separator=, -e frame.len -e ip.checksum.status -e tcp.checksum.status"
+                                " -e udp.checksum.status -e tcp.seq_raw 2>/dev/null");
   // One row per frame: length, then ip/tcp/udp checksum status (1 good, 0 bad, 2 unverified,
   // empty when absent), then the TCP sequence number.
   std::vector<std::vector<std::string>> rows;

@@ -28,14 +28,14 @@ class Counter {
 
 /// DPDK's rte_eth_stats fields.
 struct PortStats {
-  std::uint64_t ipackets = 0;   ///< Packets received.
-  std::uint64_t opackets = 0;   ///< Packets sent.
-  std::uint64_t ibytes = 0;     ///< Bytes received.
-  std::uint64_t obytes = 0;     ///< Bytes sent.
-  std::uint64_t imissed = 0;    ///< Packets the device dropped on receive (queue full).
-  std::uint64_t ierrors = 0;    ///< Packets received in error.
-  std::uint64_t oerrors = 0;    ///< Packets that failed to be sent.
-  std::uint64_t rx_nombuf = 0;  ///< Receive attempts that found no free mbuf.
+  std::uint64_t ipackets = 0;             ///< Packets received.
+  std::uint64_t opackets = 0;             ///< Packets sent.
+  std::uint64_t ibytes = 0;               ///< Bytes received.
+  std::uint64_t obytes = 0;               ///< Bytes sent.
+  std::uint64_t imissed = 0;              ///< Packets the device dropped on receive (queue full).
+  std::uint64_t ierrors = 0;              ///< Packets received in error.
+  std::uint64_t oerrors = 0;              ///< Packets that failed to be sent.
+  std::uint64_t rx_nombuf = 0;            ///< Receive attempts that found no free mbuf.
   std::vector<std::uint64_t> q_ipackets;  ///< Packets received, per RX queue.
   std::vector<std::uint64_t> q_opackets;  ///< Packets sent, per TX queue.
   std::vector<std::uint64_t> q_ibytes;    ///< Bytes received, per RX queue.

@@ -3,13 +3,13 @@
 // and the per-queue traffic classes (multicast, broadcast, RFC 2819 size bins) that DPDK's
 // virtio PMD and vhost library count, with one counting helper for every driver that has them.
 #pragma once
+#include <fmt/format.h>
+
 #include <bit>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "ws/core/mbuf.hpp"
 #include "ws/port/stats.hpp"
@@ -70,11 +70,13 @@ struct PacketClassCounters {
     std::uint32_t counted = 0;
     for (std::uint32_t i = 0; i < n; ++i) {
       const Mbuf* m = pkts[i];
-      if (m == nullptr) [[unlikely]] continue;
+      if (m == nullptr) [[unlikely]]
+        continue;
       ++counted;
       ++sums[bin(m->pkt_len)];
       const std::uint8_t* dst = m->data<std::uint8_t>();
-      if (dst[0] & 1) [[unlikely]] ++sums[bins + (is_broadcast(dst) ? 1 : 0)];
+      if (dst[0] & 1) [[unlikely]]
+        ++sums[bins + (is_broadcast(dst) ? 1 : 0)];
     }
     for (std::size_t b = 0; b < bins; ++b)
       if (sums[b] != 0) size_bins[b].add(sums[b]);
@@ -87,17 +89,15 @@ struct PacketClassCounters {
   /// undersize_packets, size_64_packets ... size_1519_max_packets.
   void append_xstats(std::vector<XStat>& out, std::string_view prefix) const {
     static constexpr std::string_view names[bins] = {
-        "undersize_packets",     "size_64_packets",        "size_65_127_packets",    "size_128_255_packets",
-        "size_256_511_packets",  "size_512_1023_packets",  "size_1024_1518_packets", "size_1519_max_packets"};
+        "undersize_packets",    "size_64_packets",       "size_65_127_packets",    "size_128_255_packets",
+        "size_256_511_packets", "size_512_1023_packets", "size_1024_1518_packets", "size_1519_max_packets"};
     out.push_back({fmt::format("{}multicast_packets", prefix), multicast.read()});
     out.push_back({fmt::format("{}broadcast_packets", prefix), broadcast.read()});
     for (std::size_t b = 0; b < bins; ++b) out.push_back({fmt::format("{}{}", prefix, names[b]), size_bins[b].read()});
   }
 
  private:
-  static bool is_broadcast(const std::uint8_t* d) noexcept {
-    return (d[0] & d[1] & d[2] & d[3] & d[4] & d[5]) == 0xff;
-  }
+  static bool is_broadcast(const std::uint8_t* d) noexcept { return (d[0] & d[1] & d[2] & d[3] & d[4] & d[5]) == 0xff; }
 };
 
 /// DPDK's good_packets and good_bytes of a queue (prefix "rx_q0_"), the names virtio and vhost

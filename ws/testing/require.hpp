@@ -8,10 +8,10 @@
 #include <cstdlib>
 
 // In a TEST body: `ok` false stops the test (skipped, or failed under CI) with `why`.
-#define WS_REQUIRE(ok, why)                                          \
-  do {                                                               \
-    if (!(ok)) {                                                     \
-      if (std::getenv("CI")) FAIL() << "CI requires: " << why;       \
-      GTEST_SKIP() << why;                                           \
-    }                                                                \
+#define WS_REQUIRE(ok, why)                                    \
+  do {                                                         \
+    if (!(ok)) {                                               \
+      if (std::getenv("CI")) FAIL() << "CI requires: " << why; \
+      GTEST_SKIP() << why;                                     \
+    }                                                          \
   } while (0)

@@ -8,28 +8,28 @@ namespace ws::virtio {
 
 namespace feature {
 // Net device (virtio 1.2 §5.1.3).
-inline constexpr unsigned csum = 0;         // device handles partial checksums
-inline constexpr unsigned guest_csum = 1;   // driver handles partial checksums
+inline constexpr unsigned csum = 0;        // device handles partial checksums
+inline constexpr unsigned guest_csum = 1;  // driver handles partial checksums
 inline constexpr unsigned mtu = 3;
 inline constexpr unsigned mac = 5;
 inline constexpr unsigned guest_tso4 = 7;  // driver takes TCPv4 GSO packets
 inline constexpr unsigned guest_tso6 = 8;
-inline constexpr unsigned host_tso4 = 11;   // device takes TCPv4 GSO packets
+inline constexpr unsigned host_tso4 = 11;  // device takes TCPv4 GSO packets
 inline constexpr unsigned host_tso6 = 12;
-inline constexpr unsigned mrg_rxbuf = 15;   // num_buffers in the header (§5.1.6.3.2)
+inline constexpr unsigned mrg_rxbuf = 15;  // num_buffers in the header (§5.1.6.3.2)
 inline constexpr unsigned status = 16;
 inline constexpr unsigned ctrl_vq = 17;
 inline constexpr unsigned mq = 22;
 // Reserved / transport bits (virtio 1.2 §6).
 inline constexpr unsigned notify_on_empty = 24;
 inline constexpr unsigned any_layout = 27;
-inline constexpr unsigned indirect_desc = 28;  // §2.7.5.3 / §2.8.19
-inline constexpr unsigned event_idx = 29;      // §2.7.7 / §2.8.10
+inline constexpr unsigned indirect_desc = 28;      // §2.7.5.3 / §2.8.19
+inline constexpr unsigned event_idx = 29;          // §2.7.7 / §2.8.10
 inline constexpr unsigned protocol_features = 30;  // vhost-user only (not a virtio bit)
 inline constexpr unsigned version_1 = 32;
 inline constexpr unsigned access_platform = 33;
-inline constexpr unsigned ring_packed = 34;    // §2.8
-inline constexpr unsigned in_order = 35;       // §2.7.9 / §2.8.20
+inline constexpr unsigned ring_packed = 34;  // §2.8
+inline constexpr unsigned in_order = 35;     // §2.7.9 / §2.8.20
 }  // namespace feature
 
 constexpr std::uint64_t bit(unsigned b) noexcept { return std::uint64_t{1} << b; }
@@ -65,9 +65,9 @@ inline constexpr std::uint64_t header_offloads = bit(feature::csum) | bit(featur
                                                  bit(feature::host_tso4) | bit(feature::host_tso6) |
                                                  bit(feature::guest_tso4) | bit(feature::guest_tso6);
 inline constexpr std::uint64_t backend_offered =
-    header_offloads | bit(feature::event_idx) | bit(feature::mrg_rxbuf) | bit(feature::mq) | bit(feature::ctrl_vq) | bit(feature::mac) | bit(feature::status) |
-    bit(feature::any_layout) | bit(feature::indirect_desc) | bit(feature::protocol_features) |
-    bit(feature::version_1) | bit(feature::ring_packed) | bit(feature::in_order);
+    header_offloads | bit(feature::event_idx) | bit(feature::mrg_rxbuf) | bit(feature::mq) | bit(feature::ctrl_vq) |
+    bit(feature::mac) | bit(feature::status) | bit(feature::any_layout) | bit(feature::indirect_desc) |
+    bit(feature::protocol_features) | bit(feature::version_1) | bit(feature::ring_packed) | bit(feature::in_order);
 
 // Features without which we refuse to run: legacy (pre-1.0) layouts are not supported.
 inline constexpr std::uint64_t required = bit(feature::version_1);

@@ -77,9 +77,9 @@ inline void process_checksums(const CsumConfig& cfg, Mbuf* m) noexcept {
   if (m->next == nullptr && l4_off + l4_len <= m->data_len && (flags & mbuf_flag::tx_ip_cksum) == 0) [[likely]] {
     // One segment: summed inline, over the old field, which is taken out after (as
     // apply_tx_checksums, which walks segments, does); the same result.
-    const std::uint32_t pseudo = ipv4 ? ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len)
-                                      : ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len,
-                                                        tcp ? ip_proto_tcp : ip_proto_udp);
+    const std::uint32_t pseudo =
+        ipv4 ? ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len)
+             : ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len, tcp ? ip_proto_tcp : ip_proto_udp);
     auto c = static_cast<std::uint16_t>(
         ~fold_sum(std::uint64_t{raw_sum(m->data() + l4_off, l4_len)} + pseudo + (0xffffu - stored)));
     if (c == 0 && !tcp) c = 0xffff;  // RFC 768

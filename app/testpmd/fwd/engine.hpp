@@ -47,12 +47,12 @@ struct FwdConfig {
   std::uint32_t tx_pkt_length = 64;
   std::uint16_t flowgen_clones = 0;
   std::uint32_t flowgen_flows = 1024;
-  std::array<CsumConfig, max_ports> csum{};  // by TX port id
-  bool rx_cksum = false;             // --enable-rx-cksum: verify in software where ports give no verdict
+  std::array<CsumConfig, max_ports> csum{};      // by TX port id
+  bool rx_cksum = false;                         // --enable-rx-cksum: verify in software where ports give no verdict
   std::array<MacAddress, max_ports> port_mac{};  // our ports' addresses
   std::array<MacAddress, max_ports> peer_mac{};  // --eth-peer, default 02:00:00:00:00:<port>
   std::array<std::uint32_t, max_ports> icmpecho_ip_be{};  // --icmpecho-ip; 0: icmpecho answers any address
-  bool rx_ptype_counts = false;  // --rx-ptype-counts: rxonly classifies and counts packet types
+  bool rx_ptype_counts = false;     // --rx-ptype-counts: rxonly classifies and counts packet types
   bool record_burst_stats = false;  // --record-burst-stats: burst size spread per stream
   // txonly's packets (--tx-ip, --tx-udp, host order) and --txonly-multi-flow.
   std::uint32_t tx_ip_src = 0xc6120001;  // 198.18.0.1
@@ -91,16 +91,16 @@ struct alignas(cache_line_bytes) Stream {
   // Accounting: rx_packets + generated == tx_packets + fwd_dropped + consumed.
   alignas(cache_line_bytes) Counter rx_packets;
   Counter tx_packets;
-  Counter fwd_dropped;  // taken from RX or generated, not accepted by TX, freed
-  Counter generated;    // built by txonly/flowgen
-  Counter consumed;     // received and freed on purpose (rxonly, flowgen's RX side)
+  Counter fwd_dropped;     // taken from RX or generated, not accepted by TX, freed
+  Counter generated;       // built by txonly/flowgen
+  Counter consumed;        // received and freed on purpose (rxonly, flowgen's RX side)
   Counter rx_bad_ip_csum;  // csum: packets whose IPv4 header checksum was bad on RX
   Counter rx_bad_l4_csum;  // csum: packets whose TCP/UDP checksum was bad on RX
-  Counter busy_cycles;  // --record-core-cycles: TSC cycles in bursts that moved packets and the poll after each
+  Counter busy_cycles;     // --record-core-cycles: TSC cycles in bursts that moved packets and the poll after each
   Counter busy_bursts;
   std::array<Counter, ptype_class_names.size()> ptypes;  // rxonly --rx-ptype-counts
-  BurstSpread rx_bursts;  // --record-burst-stats: rx_burst results, empty polls included
-  BurstSpread tx_bursts;  // --record-burst-stats: tx_burst results
+  BurstSpread rx_bursts;                                 // --record-burst-stats: rx_burst results, empty polls included
+  BurstSpread tx_bursts;                                 // --record-burst-stats: tx_burst results
 };
 
 // dpdk-testpmd's burst line for `spread` (bursts[n] = bursts that returned n packets): the total,
@@ -111,10 +111,12 @@ std::string burst_spread_line(std::string_view rx_tx, const BurstSpread& spread)
 
 // --record-burst-stats: count one rx_burst / tx_burst result of stream `s`.
 inline void record_rx_burst(Stream& s, std::uint16_t n) noexcept {
-  if (s.config->record_burst_stats) [[unlikely]] s.rx_bursts.add(n);
+  if (s.config->record_burst_stats) [[unlikely]]
+    s.rx_bursts.add(n);
 }
 inline void record_tx_burst(Stream& s, std::uint16_t n) noexcept {
-  if (s.config->record_burst_stats) [[unlikely]] s.tx_bursts.add(n);
+  if (s.config->record_burst_stats) [[unlikely]]
+    s.tx_bursts.add(n);
 }
 
 struct FwdLcore {
@@ -242,6 +244,7 @@ const Engine* find_engine(std::string_view name);
 std::string engine_names();
 
 // The UDP/IPv4 frame header txonly and flowgen write (42 bytes), for TX port `port`.
-std::array<std::uint8_t, udp_header_bytes> udp_frame_header(const FwdConfig& config, std::uint16_t port, std::uint32_t length);
+std::array<std::uint8_t, udp_header_bytes> udp_frame_header(const FwdConfig& config, std::uint16_t port,
+                                                            std::uint32_t length);
 
 }  // namespace ws::testpmd

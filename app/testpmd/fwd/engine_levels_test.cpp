@@ -28,7 +28,8 @@ struct Outcome {
 };
 
 std::string describe(const Outcome& o) {
-  std::string s = fmt::format("ol_flags {:#x} tx_offload {:#x} ptype {:#x} bytes", o.ol_flags, o.tx_offload, o.packet_type);
+  std::string s =
+      fmt::format("ol_flags {:#x} tx_offload {:#x} ptype {:#x} bytes", o.ol_flags, o.tx_offload, o.packet_type);
   for (std::uint8_t b : o.bytes) s += fmt::format(" {:02x}", b);
   return s;
 }
@@ -112,8 +113,9 @@ TEST_F(EngineLevels, EveryLevelForwardsWhatTheScalarBuildDoes) {
       const std::vector<Outcome> got = run(*engine, level);
       ASSERT_EQ(got.size(), reference.size()) << name << " at " << simd_name(level);
       for (std::size_t i = 0; i < got.size(); ++i)
-        EXPECT_TRUE(got[i] == reference[i]) << name << " at " << simd_name(level) << ": packet " << i << " differs: "
-                                            << describe(got[i]) << " against " << describe(reference[i]);
+        EXPECT_TRUE(got[i] == reference[i])
+            << name << " at " << simd_name(level) << ": packet " << i << " differs: " << describe(got[i]) << " against "
+            << describe(reference[i]);
     }
     EXPECT_EQ(pool_->in_use(), 0u);
   }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // lcore_loop's --record-core-cycles accounting: which polls count as busy.
+#include "app/testpmd/fwd/engine.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 
-#include "app/testpmd/fwd/engine.hpp"
 #include "ws/core/cpu.hpp"
 
 namespace ws::testpmd {
@@ -17,7 +18,7 @@ namespace {
 // work); an idle step returns nothing at once. The loop stops after the script.
 enum class Step : std::uint8_t { packets, deferred, idle };
 constexpr std::uint64_t work_cycles = 200'000;
-constexpr std::array script{Step::packets, Step::deferred, Step::idle,    Step::idle,
+constexpr std::array script{Step::packets, Step::deferred, Step::idle,     Step::idle,
                             Step::packets, Step::packets,  Step::deferred, Step::idle};
 std::size_t next_step = 0;
 FwdLcore* running = nullptr;

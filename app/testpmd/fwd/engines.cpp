@@ -9,9 +9,9 @@ namespace ws::testpmd {
 
 std::span<const Engine> all_engines() {
   // One line per engine: its file under fwd/ defines the function.
-  static const std::array engines = {io_engine(),      mac_engine(),    macswap_engine(),
-                                     flowgen_engine(), txonly_engine(), rxonly_engine(),
-                                     csum_engine(),   fivetswap_engine(), icmpecho_engine()};
+  static const std::array engines = {io_engine(),      mac_engine(),       macswap_engine(),
+                                     flowgen_engine(), txonly_engine(),    rxonly_engine(),
+                                     csum_engine(),    fivetswap_engine(), icmpecho_engine()};
   return engines;
 }
 

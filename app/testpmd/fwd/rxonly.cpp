@@ -13,16 +13,27 @@ void count_ptypes(Stream& s, Mbuf** pkts, std::uint16_t n) noexcept {
   for (std::uint16_t i = 0; i < n; ++i) {
     const std::uint32_t t = classify(*pkts[i]).packet_type;
     const std::uint32_t l2 = t & ptype::l2_mask;
-    ++c[l2 == ptype::l2_ether_arp ? 1 : (l2 == ptype::l2_ether_vlan || l2 == ptype::l2_ether_qinq) ? 2
-        : l2 != 0 ? 0 : 10];
+    ++c[l2 == ptype::l2_ether_arp                                    ? 1
+        : (l2 == ptype::l2_ether_vlan || l2 == ptype::l2_ether_qinq) ? 2
+        : l2 != 0                                                    ? 0
+                                                                     : 10];
     if (ptype::is_ipv4(t)) ++c[3];
     if (ptype::is_ipv6(t)) ++c[4];
     switch (t & ptype::l4_mask) {
-      case ptype::l4_tcp: ++c[5]; break;
-      case ptype::l4_udp: ++c[6]; break;
-      case ptype::l4_icmp: ++c[7]; break;
-      case ptype::l4_frag: ++c[8]; break;
-      default: break;
+      case ptype::l4_tcp:
+        ++c[5];
+        break;
+      case ptype::l4_udp:
+        ++c[6];
+        break;
+      case ptype::l4_icmp:
+        ++c[7];
+        break;
+      case ptype::l4_frag:
+        ++c[8];
+        break;
+      default:
+        break;
     }
     if ((t & ptype::tunnel_mask) == ptype::tunnel_vxlan) ++c[9];
   }

@@ -133,7 +133,7 @@ struct CaptureRxQueue : QueueBase {
       std::memset(body + caplen, 0, padded - caplen);
       const std::uint32_t total = 32 + padded;
       const std::uint32_t head[7] = {
-          block_epb, total,           0, static_cast<std::uint32_t>(ns >> 32), static_cast<std::uint32_t>(ns),
+          block_epb, total,         0, static_cast<std::uint32_t>(ns >> 32), static_cast<std::uint32_t>(ns),
           caplen,    first->pkt_len};
       std::memcpy(epb, head, sizeof head);
       std::memcpy(body + padded, &total, 4);

@@ -17,17 +17,16 @@ struct OffloadName {
   std::uint64_t bit;
 };
 constexpr OffloadName rx_names[] = {
-    {"vlan_strip", rx_offload::vlan_strip}, {"ipv4_cksum", rx_offload::ipv4_cksum},
-    {"udp_cksum", rx_offload::udp_cksum},   {"tcp_cksum", rx_offload::tcp_cksum},
-    {"tcp_lro", rx_offload::tcp_lro},       {"qinq_strip", rx_offload::qinq_strip},
+    {"vlan_strip", rx_offload::vlan_strip},   {"ipv4_cksum", rx_offload::ipv4_cksum},
+    {"udp_cksum", rx_offload::udp_cksum},     {"tcp_cksum", rx_offload::tcp_cksum},
+    {"tcp_lro", rx_offload::tcp_lro},         {"qinq_strip", rx_offload::qinq_strip},
     {"vlan_filter", rx_offload::vlan_filter}, {"vlan_extend", rx_offload::vlan_extend},
-    {"scatter", rx_offload::scatter},       {"timestamp", rx_offload::timestamp},
-    {"keep_crc", rx_offload::keep_crc},     {"buffer_split", rx_offload::buffer_split}};
-constexpr OffloadName tx_names[] = {
-    {"vlan_insert", tx_offload::vlan_insert}, {"ipv4_cksum", tx_offload::ipv4_cksum},
-    {"udp_cksum", tx_offload::udp_cksum},     {"tcp_cksum", tx_offload::tcp_cksum},
-    {"tcp_tso", tx_offload::tcp_tso},         {"udp_tso", tx_offload::udp_tso},
-    {"multi_segs", tx_offload::multi_segs}};
+    {"scatter", rx_offload::scatter},         {"timestamp", rx_offload::timestamp},
+    {"keep_crc", rx_offload::keep_crc},       {"buffer_split", rx_offload::buffer_split}};
+constexpr OffloadName tx_names[] = {{"vlan_insert", tx_offload::vlan_insert}, {"ipv4_cksum", tx_offload::ipv4_cksum},
+                                    {"udp_cksum", tx_offload::udp_cksum},     {"tcp_cksum", tx_offload::tcp_cksum},
+                                    {"tcp_tso", tx_offload::tcp_tso},         {"udp_tso", tx_offload::udp_tso},
+                                    {"multi_segs", tx_offload::multi_segs}};
 
 template <std::size_t N>
 Result<std::uint64_t> offload_bit(const OffloadName (&names)[N], std::string_view what, std::string_view name) {
@@ -115,10 +114,14 @@ void print_device(const Port& p) {
 
 std::span<const Command> config_commands() {
   static const Command table[] = {
-      {{"vlan", "set"}, "strip|filter|extend|qinq_strip on|off <port>",
-       "VLAN offloads (port stopped; strip and filter are done in software where the device cannot)", vlan_set},
+      {{"vlan", "set"},
+       "strip|filter|extend|qinq_strip on|off <port>",
+       "VLAN offloads (port stopped; strip and filter are done in software where the device cannot)",
+       vlan_set},
       {{"rx_vlan"}, "add|rm <vlan> <port>", "VLAN ids the VLAN filter lets in (any time)", rx_vlan},
-      {{"port", "config", "mtu"}, "<port> <mtu>", "the port's MTU",
+      {{"port", "config", "mtu"},
+       "<port> <mtu>",
+       "the port's MTU",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto p = parse_one_port(tp, a[0]);
          if (!p) return std::unexpected(p.error());
@@ -126,9 +129,13 @@ std::span<const Command> config_commands() {
          if (!mtu) return std::unexpected(mtu.error());
          return tp.ports()[*p]->set_mtu(static_cast<std::uint16_t>(*mtu));
        }},
-      {{"port", "config"}, "<port> rx_offload|tx_offload <offload> on|off",
-       "enable or disable one offload (port stopped; applied at 'port start')", port_offload},
-      {{"mac_addr"}, "set|add <port> <mac>", "the port's address (set); extra addresses (add) are refused",
+      {{"port", "config"},
+       "<port> rx_offload|tx_offload <offload> on|off",
+       "enable or disable one offload (port stopped; applied at 'port start')",
+       port_offload},
+      {{"mac_addr"},
+       "set|add <port> <mac>",
+       "the port's address (set); extra addresses (add) are refused",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto p = parse_one_port(tp, a[1]);
          if (!p) return std::unexpected(p.error());
@@ -138,7 +145,9 @@ std::span<const Command> config_commands() {
          if (a[0] == "add") return fail("mac_addr_cmd error: (Operation not supported)");
          return tp.set_port_mac(*p, *mac);
        }},
-      {{"set", "allmulti"}, "all|<port> on|off", "all-multicast mode",
+      {{"set", "allmulti"},
+       "all|<port> on|off",
+       "all-multicast mode",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
@@ -146,7 +155,9 @@ std::span<const Command> config_commands() {
            if (auto ok = tp.ports()[id]->set_allmulticast(a[1] == "on"); !ok) return ok;
          return {};
        }},
-      {{"set", "nbport"}, "<n>", "forwarding ports (forwarding stopped)",
+      {{"set", "nbport"},
+       "<n>",
+       "forwarding ports (forwarding stopped)",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto n = parse_number("set nbport", a[0], 1, max_ports);
          if (!n) return std::unexpected(n.error());
@@ -154,13 +165,17 @@ std::span<const Command> config_commands() {
          std::printf("Number of forwarding ports set to %zu\n", tp.fwd_ports().size());
          return {};
        }},
-      {{"set", "portlist"}, "<list>", "forwarding ports, e.g. 0,2-3 (forwarding stopped)",
+      {{"set", "portlist"},
+       "<list>",
+       "forwarding ports, e.g. 0,2-3 (forwarding stopped)",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto parsed = parse_app_args(std::vector<std::string>{"--portlist=" + a[0]});
          if (!parsed) return std::unexpected(parsed.error());
          return tp.set_fwd_port_list(parsed->fwd_ports);
        }},
-      {{"set", "eth-peer"}, "<port> <mac>", "the destination address mac, txonly and flowgen send to (forwarding stopped)",
+      {{"set", "eth-peer"},
+       "<port> <mac>",
+       "the destination address mac, txonly and flowgen send to (forwarding stopped)",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto p = parse_number("set eth-peer", a[0], 0, max_ports - 1);
          if (!p) return std::unexpected(p.error());
@@ -168,24 +183,32 @@ std::span<const Command> config_commands() {
          if (!mac) return std::unexpected(mac.error());
          return tp.set_eth_peer(static_cast<std::uint16_t>(*p), *mac);
        }},
-      {{"set", "link-up", "port"}, "<port>", "bring the link up (no wirespeed port can: as DPDK's virtual ports)",
+      {{"set", "link-up", "port"},
+       "<port>",
+       "bring the link up (no wirespeed port can: as DPDK's virtual ports)",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          if (auto p = parse_one_port(tp, a[0]); !p) return std::unexpected(p.error());
          return fail("Set link up fail.");
        }},
-      {{"set", "link-down", "port"}, "<port>", "take the link down (no wirespeed port can: as DPDK's virtual ports)",
+      {{"set", "link-down", "port"},
+       "<port>",
+       "take the link down (no wirespeed port can: as DPDK's virtual ports)",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          if (auto p = parse_one_port(tp, a[0]); !p) return std::unexpected(p.error());
          return fail("Set link down fail.");
        }},
-      {{"show", "port", "summary"}, "all|<port>", "one line per port: address, name, driver, link",
+      {{"show", "port", "summary"},
+       "all|<port>",
+       "one line per port: address, name, driver, link",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());
          print_summary(tp, *port);
          return {};
        }},
-      {{"show", "device", "info"}, "all|<device>", "each device's bus, driver and ports",
+      {{"show", "device", "info"},
+       "all|<device>",
+       "each device's bus, driver and ports",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          bool any = false;
          for (const auto& p : tp.ports())
@@ -196,7 +219,9 @@ std::span<const Command> config_commands() {
          if (!any) return fail("show device info {}: no such device", a[0]);
          return {};
        }},
-      {{"clear", "port", "xstats"}, "all|<port>", "reset extended port counters",
+      {{"clear", "port", "xstats"},
+       "all|<port>",
+       "reset extended port counters",
        [](Testpmd& tp, CommandArgs a) -> Result<void> {
          auto port = parse_port(tp, a[0]);
          if (!port) return std::unexpected(port.error());

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "ws/core/log.hpp"
-#include "ws/drivers/kernel_iface.hpp"
 #include "ws/drivers/af_packet/af_packet_rxtx.hpp"
+#include "ws/drivers/kernel_iface.hpp"
 
 namespace ws {
 namespace {

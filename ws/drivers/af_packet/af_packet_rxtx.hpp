@@ -96,7 +96,7 @@ struct alignas(cache_line_bytes) TxQueue : QueueBase {
   std::uint32_t frame_bytes = 0;
   std::uint32_t frames_per_block = 0;
   std::uint32_t frame_count = 0;
-  std::uint32_t frame = 0;  // next frame to fill
+  std::uint32_t frame = 0;       // next frame to fill
   std::uint32_t vnet_bytes = 0;  // tx_vnet_bytes when the socket has PACKET_VNET_HDR, else 0
   TxQueueCounters counters;
 

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "ws/core/log.hpp"
-#include "ws/drivers/kernel_iface.hpp"
 #include "ws/drivers/af_xdp/af_xdp_rxtx.hpp"
 #include "ws/drivers/af_xdp/xdp_fast_drop_obj.hpp"
+#include "ws/drivers/kernel_iface.hpp"
 
 namespace ws {
 namespace {
@@ -44,7 +44,7 @@ constexpr std::array af_xdp_params = {
 };
 
 constexpr std::uint32_t max_busy_budget = 65535;  // the kernel's bound for SO_BUSY_POLL_BUDGET, as DPDK
-constexpr int busy_poll_timeout_us = 20;            // SO_BUSY_POLL, DPDK's ETH_AF_XDP_DFLT_BUSY_TIMEOUT
+constexpr int busy_poll_timeout_us = 20;          // SO_BUSY_POLL, DPDK's ETH_AF_XDP_DFLT_BUSY_TIMEOUT
 
 constexpr std::uint32_t frame_bytes = 2048;                 // UMEM chunk (XSK_UMEM__MIN... aligned mode allows 2048)
 constexpr std::uint32_t ring_slots = 2048;                  // RX, TX, fill and completion rings
@@ -270,8 +270,8 @@ Result<void> AfXdpPort::bind_socket(std::uint16_t q) {
   for (const bool zero_copy : {true, false}) {
     if (zero_copy && !try_zero_copy) continue;
     xsk_umem_config ucfg{ring_slots, ring_slots, frame_bytes, 0, 0};
-    if (int e = xsk_umem__create(&k.umem, k.area, std::size_t{frames_per_queue} * frame_bytes, &rx.fill, &tx.comp,
-                                 &ucfg);
+    if (int e =
+            xsk_umem__create(&k.umem, k.area, std::size_t{frames_per_queue} * frame_bytes, &rx.fill, &tx.comp, &ucfg);
         e != 0)
       return fail("device '{}': queue {}: cannot register the UMEM: {}", name(), q, std::strerror(-e));
     xsk_socket_config scfg{};

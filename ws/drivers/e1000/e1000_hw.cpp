@@ -28,33 +28,60 @@ struct StatReg {
 
 // §10.2.7; GORC/GOTC/TOR/TOT are 64-bit pairs, read low then high (reading high clears both).
 constexpr StatReg stat_regs[] = {
-    {0x4000, "rx_crc_errors", false},          {0x4004, "rx_align_errors", false},
-    {0x4008, "rx_symbol_errors", false},       {0x400c, "rx_errors_rxerrc", false},
-    {0x4010, "rx_missed_packets", false},      {0x4014, "tx_single_collision_packets", false},
-    {0x4018, "tx_excessive_collision_packets", false}, {0x401c, "tx_multiple_collision_packets", false},
-    {0x4020, "tx_late_collisions", false},     {0x4028, "tx_total_collisions", false},
-    {0x4030, "tx_deferred_packets", false},    {0x4034, "tx_no_carrier_sense_packets", false},
-    {0x4038, "rx_sequence_errors", false},     {0x403c, "rx_carrier_ext_errors", false},
-    {0x4040, "rx_length_errors", false},       {0x4048, "rx_xon_packets", false},
-    {0x404c, "tx_xon_packets", false},         {0x4050, "rx_xoff_packets", false},
-    {0x4054, "tx_xoff_packets", false},        {0x4058, "rx_flow_control_unsupported_packets", false},
-    {0x405c, "rx_size_64_packets", false},     {0x4060, "rx_size_65_to_127_packets", false},
-    {0x4064, "rx_size_128_to_255_packets", false}, {0x4068, "rx_size_256_to_511_packets", false},
-    {0x406c, "rx_size_512_to_1023_packets", false}, {0x4070, "rx_size_1024_to_max_packets", false},
-    {0x4074, "rx_good_packets_gprc", false},   {0x4078, "rx_broadcast_packets", false},
-    {0x407c, "rx_multicast_packets", false},   {0x4080, "tx_good_packets_gptc", false},
-    {0x4088, "rx_good_bytes_gorc", true},      {0x4090, "tx_good_bytes_gotc", true},
-    {0x40a0, "rx_no_buffers", false},          {0x40a4, "rx_undersize_errors", false},
-    {0x40a8, "rx_fragment_errors", false},     {0x40ac, "rx_oversize_errors", false},
-    {0x40b0, "rx_jabber_errors", false},       {0x40b4, "rx_management_packets", false},
-    {0x40b8, "rx_management_dropped", false},  {0x40bc, "tx_management_packets", false},
-    {0x40c0, "rx_total_bytes", true},          {0x40c8, "tx_total_bytes", true},
-    {0x40d0, "rx_total_packets", false},       {0x40d4, "tx_total_packets", false},
-    {0x40d8, "tx_size_64_packets", false},     {0x40dc, "tx_size_65_to_127_packets", false},
-    {0x40e0, "tx_size_128_to_255_packets", false}, {0x40e4, "tx_size_256_to_511_packets", false},
-    {0x40e8, "tx_size_512_to_1023_packets", false}, {0x40ec, "tx_size_1023_to_max_packets", false},
-    {0x40f0, "tx_multicast_packets", false},   {0x40f4, "tx_broadcast_packets", false},
-    {0x40f8, "tx_tso_packets", false},         {0x40fc, "tx_tso_errors", false},
+    {0x4000, "rx_crc_errors", false},
+    {0x4004, "rx_align_errors", false},
+    {0x4008, "rx_symbol_errors", false},
+    {0x400c, "rx_errors_rxerrc", false},
+    {0x4010, "rx_missed_packets", false},
+    {0x4014, "tx_single_collision_packets", false},
+    {0x4018, "tx_excessive_collision_packets", false},
+    {0x401c, "tx_multiple_collision_packets", false},
+    {0x4020, "tx_late_collisions", false},
+    {0x4028, "tx_total_collisions", false},
+    {0x4030, "tx_deferred_packets", false},
+    {0x4034, "tx_no_carrier_sense_packets", false},
+    {0x4038, "rx_sequence_errors", false},
+    {0x403c, "rx_carrier_ext_errors", false},
+    {0x4040, "rx_length_errors", false},
+    {0x4048, "rx_xon_packets", false},
+    {0x404c, "tx_xon_packets", false},
+    {0x4050, "rx_xoff_packets", false},
+    {0x4054, "tx_xoff_packets", false},
+    {0x4058, "rx_flow_control_unsupported_packets", false},
+    {0x405c, "rx_size_64_packets", false},
+    {0x4060, "rx_size_65_to_127_packets", false},
+    {0x4064, "rx_size_128_to_255_packets", false},
+    {0x4068, "rx_size_256_to_511_packets", false},
+    {0x406c, "rx_size_512_to_1023_packets", false},
+    {0x4070, "rx_size_1024_to_max_packets", false},
+    {0x4074, "rx_good_packets_gprc", false},
+    {0x4078, "rx_broadcast_packets", false},
+    {0x407c, "rx_multicast_packets", false},
+    {0x4080, "tx_good_packets_gptc", false},
+    {0x4088, "rx_good_bytes_gorc", true},
+    {0x4090, "tx_good_bytes_gotc", true},
+    {0x40a0, "rx_no_buffers", false},
+    {0x40a4, "rx_undersize_errors", false},
+    {0x40a8, "rx_fragment_errors", false},
+    {0x40ac, "rx_oversize_errors", false},
+    {0x40b0, "rx_jabber_errors", false},
+    {0x40b4, "rx_management_packets", false},
+    {0x40b8, "rx_management_dropped", false},
+    {0x40bc, "tx_management_packets", false},
+    {0x40c0, "rx_total_bytes", true},
+    {0x40c8, "tx_total_bytes", true},
+    {0x40d0, "rx_total_packets", false},
+    {0x40d4, "tx_total_packets", false},
+    {0x40d8, "tx_size_64_packets", false},
+    {0x40dc, "tx_size_65_to_127_packets", false},
+    {0x40e0, "tx_size_128_to_255_packets", false},
+    {0x40e4, "tx_size_256_to_511_packets", false},
+    {0x40e8, "tx_size_512_to_1023_packets", false},
+    {0x40ec, "tx_size_1023_to_max_packets", false},
+    {0x40f0, "tx_multicast_packets", false},
+    {0x40f4, "tx_broadcast_packets", false},
+    {0x40f8, "tx_tso_packets", false},
+    {0x40fc, "tx_tso_errors", false},
 };
 
 }  // namespace
@@ -66,9 +93,10 @@ Result<void> reset(const pci::Bar& bar, std::string_view who, std::chrono::milli
   (void)bar.read32(reg::status);  // flush the writes before the reset
   bar.write32(reg::ctrl, bar.read32(reg::ctrl) | ctrl::rst);
   if (!poll_until([&] { return (bar.read32(reg::ctrl) & ctrl::rst) == 0; }, timeout))
-    return fail("PCI device {}: the device did not complete its reset (CTRL.RST still set after {} ms); check that "
-                "it is an 82574L and powered (D0), or reset it with: echo 1 > /sys/bus/pci/devices/{}/reset",
-                who, timeout.count(), who);
+    return fail(
+        "PCI device {}: the device did not complete its reset (CTRL.RST still set after {} ms); check that "
+        "it is an 82574L and powered (D0), or reset it with: echo 1 > /sys/bus/pci/devices/{}/reset",
+        who, timeout.count(), who);
   bar.write32(reg::imc, 0xffffffffu);  // the reset unmasked nothing, but say it: we poll
   (void)bar.read32(reg::icr);          // clears pending causes
   return {};
@@ -87,7 +115,8 @@ Result<MacAddress> read_mac(const pci::Bar& bar, std::string_view who) {
     bar.write32(reg::eerd, (word << eerd::addr_shift) | eerd::start);
     std::uint32_t v = 0;
     if (!poll_until([&] { return ((v = bar.read32(reg::eerd)) & eerd::done) != 0; }, std::chrono::milliseconds(10)))
-      return fail("PCI device {}: no valid MAC in RAL0/RAH0 and the EEPROM did not answer a read of word {}", who, word);
+      return fail("PCI device {}: no valid MAC in RAL0/RAH0 and the EEPROM did not answer a read of word {}", who,
+                  word);
     mac.bytes[2 * word] = static_cast<std::uint8_t>(v >> eerd::data_shift);
     mac.bytes[2 * word + 1] = static_cast<std::uint8_t>(v >> (eerd::data_shift + 8));
   }
@@ -100,9 +129,10 @@ Result<void> link_up(const pci::Bar& bar, std::string_view who, std::chrono::mil
   bar.write32(reg::ctrl, c);
   if (timeout.count() == 0) return {};
   if (!poll_until([&] { return (bar.read32(reg::status) & status::lu) != 0; }, timeout))
-    return fail("PCI device {}: no link after {} ms (STATUS.LU clear): check the cable or the peer, or give "
-                "link_wait_ms=0 to start without link",
-                who, timeout.count());
+    return fail(
+        "PCI device {}: no link after {} ms (STATUS.LU clear): check the cable or the peer, or give "
+        "link_wait_ms=0 to start without link",
+        who, timeout.count());
   return {};
 }
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "ws/core/result.hpp"
+#include "ws/drivers/e1000/e1000_regs.hpp"
 #include "ws/net/ether.hpp"
 #include "ws/pci/device.hpp"
-#include "ws/drivers/e1000/e1000_regs.hpp"
 #include "ws/port/port.hpp"
 
 namespace ws::e1000 {
@@ -35,7 +35,7 @@ class HwStats {
  public:
   void accumulate(const pci::Bar& bar);
   std::uint64_t get(std::uint32_t reg) const { return totals_[(reg - reg::stats_begin) / 4]; }
-  void add_to(PortStats& s) const;             // DPDK em's mapping onto rte_eth_stats
+  void add_to(PortStats& s) const;                 // DPDK em's mapping onto rte_eth_stats
   void add_xstats(std::vector<XStat>& out) const;  // every register, by DPDK's xstat names
 
  private:

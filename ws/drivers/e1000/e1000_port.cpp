@@ -63,10 +63,11 @@ class E1000Port final : public Port {
     if (!arena_.contains(c.pool->buffers().data(), c.pool->buffers().size()))
       return fail("device '{}': RX pool '{}' has its buffers outside the DMA arena", name(), c.pool->mempool().name());
     if (c.pool->data_room_bytes() < mbuf_default_headroom + 2048)
-      return fail("device '{}': RX pool '{}' has {} bytes of data room; the device writes up to 2048 bytes after "
-                  "a {}-byte headroom: use --mbuf-size={} or more",
-                  name(), c.pool->mempool().name(), c.pool->data_room_bytes(), mbuf_default_headroom,
-                  mbuf_default_headroom + 2048);
+      return fail(
+          "device '{}': RX pool '{}' has {} bytes of data room; the device writes up to 2048 bytes after "
+          "a {}-byte headroom: use --mbuf-size={} or more",
+          name(), c.pool->mempool().name(), c.pool->data_room_bytes(), mbuf_default_headroom,
+          mbuf_default_headroom + 2048);
     auto ok = ring_memory(rx_ring_, c.descriptors, "RX");
     if (!ok) return ok;
     rxq_.pool = c.pool;
@@ -140,9 +141,10 @@ class E1000Port final : public Port {
 Result<void> E1000Port::ring_memory(RingMem& r, std::uint16_t wanted, std::string_view what) {
   const std::uint16_t n = wanted == 0 ? default_descriptors : wanted;
   if (n < min_descriptors || n > max_descriptors || n % 8 != 0)
-    return fail("device '{}': {} ring of {} descriptors; expected a multiple of 8 from {} to {} (RDLEN/TDLEN are "
-                "multiples of 128 bytes)",
-                name(), what, n, min_descriptors, max_descriptors);
+    return fail(
+        "device '{}': {} ring of {} descriptors; expected a multiple of 8 from {} to {} (RDLEN/TDLEN are "
+        "multiples of 128 bytes)",
+        name(), what, n, min_descriptors, max_descriptors);
   if (n > r.capacity) {  // the arena does not give memory back: keep the largest ring
     // 4 KiB aligned and, in pa mode, within one huge page: physically contiguous (§7.1.4.4).
     auto mem = arena_.allocate(std::size_t{n} * sizeof(RxDesc), 4096, fmt::format("{} {} ring", name(), what));
@@ -224,8 +226,7 @@ class E1000Driver final : public Driver {
   std::span<const pci::Id> pci_ids() const override { return e1000_ids; }
   Result<std::unique_ptr<Port>> create(const DevArgs& args, const PortEnv& env) override {
     if (env.pci == nullptr)
-      return fail("device '{}': net_e1000_em drives PCI devices; give it with -a PCI_ADDRESS, not --vdev",
-                  args.name());
+      return fail("device '{}': net_e1000_em drives PCI devices; give it with -a PCI_ADDRESS, not --vdev", args.name());
     if (env.arena == nullptr) return fail("device '{}': needs the application's DMA arena", args.name());
     auto wait = args.get_uint("link_wait_ms", 5000, 0, 600000);
     if (!wait) return std::unexpected(wait.error());

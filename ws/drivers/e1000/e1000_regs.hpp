@@ -23,9 +23,9 @@ inline constexpr std::uint32_t stats_begin = 0x4000, stats_end = 0x4100;  // cle
 inline constexpr std::uint32_t bar0_bytes = 128 * 1024;
 
 namespace ctrl {
-inline constexpr std::uint32_t slu = 1u << 6;       // set link up
+inline constexpr std::uint32_t slu = 1u << 6;  // set link up
 inline constexpr std::uint32_t frcspd = 1u << 11, frcdplx = 1u << 12;
-inline constexpr std::uint32_t rst = 1u << 26;      // device reset, self-clearing
+inline constexpr std::uint32_t rst = 1u << 26;  // device reset, self-clearing
 inline constexpr std::uint32_t vme = 1u << 30;
 inline constexpr std::uint32_t phy_rst = 1u << 31;
 }  // namespace ctrl
@@ -41,9 +41,9 @@ inline constexpr std::uint32_t start = 1u << 0, done = 1u << 1, addr_shift = 2, 
 
 namespace rctl {
 inline constexpr std::uint32_t en = 1u << 1, sbp = 1u << 2, upe = 1u << 3, mpe = 1u << 4, lpe = 1u << 5;
-inline constexpr std::uint32_t bam = 1u << 15;     // accept broadcast
-inline constexpr std::uint32_t bsize_2048 = 0;     // BSIZE 00 with BSEX 0
-inline constexpr std::uint32_t secrc = 1u << 26;   // strip the Ethernet CRC
+inline constexpr std::uint32_t bam = 1u << 15;    // accept broadcast
+inline constexpr std::uint32_t bsize_2048 = 0;    // BSIZE 00 with BSEX 0
+inline constexpr std::uint32_t secrc = 1u << 26;  // strip the Ethernet CRC
 }  // namespace rctl
 
 namespace tctl {
@@ -72,8 +72,8 @@ inline constexpr std::uint8_t dd = 1u << 0, eop = 1u << 1, ixsm = 1u << 2, vp = 
                               tcpcs = 1u << 5, ipcs = 1u << 6;
 }
 namespace rx_error {
-inline constexpr std::uint8_t ce = 1u << 0, se = 1u << 1, seq = 1u << 2, cxe = 1u << 4, tcpe = 1u << 5,
-                              ipe = 1u << 6, rxe = 1u << 7;
+inline constexpr std::uint8_t ce = 1u << 0, se = 1u << 1, seq = 1u << 2, cxe = 1u << 4, tcpe = 1u << 5, ipe = 1u << 6,
+                              rxe = 1u << 7;
 inline constexpr std::uint8_t frame = ce | se | seq | cxe | rxe;  // the frame itself is bad: drop it
 }  // namespace rx_error
 
@@ -98,7 +98,7 @@ static_assert(sizeof(TxContextDesc) == 16);
 
 namespace txd {
 inline constexpr std::uint32_t eop = 1u << 24, ifcs = 1u << 25, ic = 1u << 26, rs = 1u << 27, dext = 1u << 29;
-inline constexpr std::uint32_t dtyp_data = 1u << 20;  // extended data descriptor
+inline constexpr std::uint32_t dtyp_data = 1u << 20;                       // extended data descriptor
 inline constexpr std::uint32_t tucmd_ip = 1u << 25, tucmd_tcp = 1u << 24;  // context: IPv4, TCP (else UDP)
 inline constexpr std::uint32_t sta_dd = 1u << 0;
 inline constexpr std::uint32_t popts_ixsm = 1u << 8, popts_txsm = 1u << 9;

@@ -32,17 +32,17 @@ inline void write_reg(volatile std::uint32_t* r, std::uint32_t v) noexcept {
 }
 
 struct alignas(cache_line_bytes) Rx : QueueBase {
-  RxDesc* ring = nullptr;              // in DMA memory
-  std::vector<Mbuf*> slots;            // the mbuf whose buffer each descriptor points at
+  RxDesc* ring = nullptr;    // in DMA memory
+  std::vector<Mbuf*> slots;  // the mbuf whose buffer each descriptor points at
   std::uint16_t size = 0;
-  std::uint16_t next = 0;              // next descriptor to look at
+  std::uint16_t next = 0;  // next descriptor to look at
   volatile std::uint32_t* rdt = nullptr;
   PktmbufPool* pool = nullptr;
   std::uint16_t port_id = 0;
-  std::uint16_t buf_bytes = 2048;      // RCTL.BSIZE: what the device may write per descriptor
-  std::uint16_t unposted = 0;          // refilled descriptors not yet given back by RDT
-  std::uint16_t free_thresh = 32;      // RDT is written once this many are refilled (an MMIO exit)
-  bool broken = false;                 // the device wrote garbage: the queue stopped
+  std::uint16_t buf_bytes = 2048;  // RCTL.BSIZE: what the device may write per descriptor
+  std::uint16_t unposted = 0;      // refilled descriptors not yet given back by RDT
+  std::uint16_t free_thresh = 32;  // RDT is written once this many are refilled (an MMIO exit)
+  bool broken = false;             // the device wrote garbage: the queue stopped
   RxQueueCounters counters;
   Counter bad_descriptors;
 
@@ -74,7 +74,8 @@ struct alignas(cache_line_bytes) Rx : QueueBase {
   }
 
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
-    if (broken) [[unlikely]] return 0;
+    if (broken) [[unlikely]]
+      return 0;
     // How many descriptors are done, up to n (DD is written last by the device).
     std::uint16_t ready = 0;
     for (std::uint16_t i = next; ready < n; i = static_cast<std::uint16_t>(i + 1 == size ? 0 : i + 1)) {
@@ -140,7 +141,8 @@ struct alignas(cache_line_bytes) Rx : QueueBase {
   static std::uint64_t rx_csum_flags(std::uint8_t status, std::uint8_t errors) noexcept {
     if (status & rx_status::ixsm) return 0;
     std::uint64_t f = 0;
-    if (status & rx_status::ipcs) f |= (errors & rx_error::ipe) ? mbuf_flag::rx_ip_cksum_bad : mbuf_flag::rx_ip_cksum_good;
+    if (status & rx_status::ipcs)
+      f |= (errors & rx_error::ipe) ? mbuf_flag::rx_ip_cksum_bad : mbuf_flag::rx_ip_cksum_good;
     if (status & (rx_status::tcpcs | rx_status::udpcs))
       f |= (errors & rx_error::tcpe) ? mbuf_flag::rx_l4_cksum_bad : mbuf_flag::rx_l4_cksum_good;
     return f;
@@ -152,15 +154,15 @@ struct alignas(cache_line_bytes) Rx : QueueBase {
 // every descriptor before it is done too (§7.2.10: descriptors are processed in order).
 struct alignas(cache_line_bytes) TxCommon : QueueBase {
   TxDesc* ring = nullptr;
-  std::vector<Mbuf*> slots;          // at a packet's last descriptor: the packet
-  std::vector<std::uint16_t> rs;     // descriptors with RS set, oldest first (a FIFO of `size`)
+  std::vector<Mbuf*> slots;       // at a packet's last descriptor: the packet
+  std::vector<std::uint16_t> rs;  // descriptors with RS set, oldest first (a FIFO of `size`)
   std::uint16_t rs_head = 0, rs_count = 0;
   std::uint16_t size = 0;
-  std::uint16_t tail = 0;            // next descriptor to fill (TDT)
-  std::uint16_t clean = 0;           // first descriptor not yet reclaimed
-  std::uint16_t free = 0;            // descriptors we may fill (one always stays empty)
-  std::uint16_t rs_thresh = 32;      // descriptors between two RS
-  std::uint16_t since_rs = 0;        // descriptors filled since the last RS
+  std::uint16_t tail = 0;        // next descriptor to fill (TDT)
+  std::uint16_t clean = 0;       // first descriptor not yet reclaimed
+  std::uint16_t free = 0;        // descriptors we may fill (one always stays empty)
+  std::uint16_t rs_thresh = 32;  // descriptors between two RS
+  std::uint16_t since_rs = 0;    // descriptors filled since the last RS
   volatile std::uint32_t* tdt = nullptr;
   // The checksum context loaded in the device (§7.2.6), as Tx::context_key; 0: none.
   std::uint32_t context = 0;
@@ -308,9 +310,9 @@ struct Tx final : TxCommon {
     if (l4 == 0) return true;
     const std::uint32_t l4_len = m.pkt_len - l4_off;
     const bool tcp = l4 == mbuf_flag::tx_tcp_cksum;
-    const std::uint32_t sum = ipv6 ? ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len,
-                                                     tcp ? ip_proto_tcp : ip_proto_udp)
-                                   : ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len);
+    const std::uint32_t sum =
+        ipv6 ? ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len, tcp ? ip_proto_tcp : ip_proto_udp)
+             : ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len);
     const std::uint16_t folded = fold_sum(sum);
     std::memcpy(m.data() + l4_off + (tcp ? offsetof(TcpHdr, cksum) : offsetof(UdpHdr, dgram_cksum)), &folded, 2);
     return true;
@@ -324,8 +326,8 @@ struct Tx final : TxCommon {
     c.ipcso = static_cast<std::uint8_t>(l2 + offsetof(Ipv4Hdr, hdr_checksum));
     c.ipcse = static_cast<std::uint16_t>(l4_start - 1);
     c.tucss = static_cast<std::uint8_t>(l4_start);
-    c.tucso = static_cast<std::uint8_t>(l4_start + (l4 == mbuf_flag::tx_tcp_cksum ? offsetof(TcpHdr, cksum)
-                                                                                  : offsetof(UdpHdr, dgram_cksum)));
+    c.tucso = static_cast<std::uint8_t>(
+        l4_start + (l4 == mbuf_flag::tx_tcp_cksum ? offsetof(TcpHdr, cksum) : offsetof(UdpHdr, dgram_cksum)));
     c.tucse = 0;  // to the end of the packet
     c.cmd_len = txd::dext | (m.ol_flags & mbuf_flag::tx_ipv6 ? 0 : txd::tucmd_ip) |
                 (l4 == mbuf_flag::tx_tcp_cksum ? txd::tucmd_tcp : 0);

@@ -242,7 +242,8 @@ TEST_F(E1000Queues, TransmitsLegacyDescriptorsAndReclaimsAtEachReportedStatus) {
   EXPECT_EQ(tx.counters.full.read(), 9u);
   EXPECT_EQ(tx.ring[0].addr, pkts[0]->buf_iova + pkts[0]->data_off);
   EXPECT_EQ(tx.ring[0].cmd_len, 60u | txd::eop | txd::ifcs) << "no status report asked";
-  for (int i : {7, 15, 23, 30}) EXPECT_TRUE(tx.ring[i].cmd_len & txd::rs) << i << ": every 8th, and the full ring's last";
+  for (int i : {7, 15, 23, 30})
+    EXPECT_TRUE(tx.ring[i].cmd_len & txd::rs) << i << ": every 8th, and the full ring's last";
   // The device sends the first sixteen; only RS descriptors get DD written back.
   tx.ring[7].upper |= txd::sta_dd;
   tx.ring[15].upper |= txd::sta_dd;

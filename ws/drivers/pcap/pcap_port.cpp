@@ -325,7 +325,8 @@ class PcapDriver final : public Driver {
     std::optional<MacAddress> mac;
     if (*phy_mac) {
       const auto iface = args.get("iface");
-      if (!iface) return fail("device '{}': key 'phy_mac' needs iface= (the interface whose address to take)", args.name());
+      if (!iface)
+        return fail("device '{}': key 'phy_mac' needs iface= (the interface whose address to take)", args.name());
       auto m = interface_mac(std::string(*iface));
       if (!m) return fail("device '{}': key 'phy_mac': interface '{}': {}", args.name(), *iface, m.error().message);
       mac = *m;

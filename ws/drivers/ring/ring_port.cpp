@@ -27,8 +27,12 @@ class RingPort final : public Port {
  public:
   RingPort(RingDriver& driver, std::string name, std::uint32_t ring_size, std::string rx_ring, std::string tx_ring,
            bool count_bytes)
-      : Port(std::move(name), "net_ring"), driver_(driver), ring_size_(ring_size), rx_name_(std::move(rx_ring)),
-        tx_name_(std::move(tx_ring)), count_bytes_(count_bytes) {
+      : Port(std::move(name), "net_ring"),
+        driver_(driver),
+        ring_size_(ring_size),
+        rx_name_(std::move(rx_ring)),
+        tx_name_(std::move(tx_ring)),
+        count_bytes_(count_bytes) {
     mac_ = MacAddress{{0x02, 0x72, 0x6e, 0x67, 0x00, 0x00}};
   }
 

@@ -168,10 +168,11 @@ TEST_F(RingPortTest, XstatsStartWithDpdksGenericNames) {
   ASSERT_TRUE(port);
   start(*port, 2);
   const std::vector<std::string> dpdk = {
-      "rx_good_packets",  "tx_good_packets", "rx_good_bytes", "tx_good_bytes", "rx_missed_errors",
-      "rx_errors",        "tx_errors",       "rx_mbuf_allocation_errors",
-      "rx_q0_packets",    "rx_q0_bytes",     "rx_q0_errors",  "rx_q1_packets", "rx_q1_bytes", "rx_q1_errors",
-      "tx_q0_packets",    "tx_q0_bytes",     "tx_q1_packets", "tx_q1_bytes"};
+      "rx_good_packets",  "tx_good_packets", "rx_good_bytes", "tx_good_bytes",
+      "rx_missed_errors", "rx_errors",       "tx_errors",     "rx_mbuf_allocation_errors",
+      "rx_q0_packets",    "rx_q0_bytes",     "rx_q0_errors",  "rx_q1_packets",
+      "rx_q1_bytes",      "rx_q1_errors",    "tx_q0_packets", "tx_q0_bytes",
+      "tx_q1_packets",    "tx_q1_bytes"};
   auto a = packets(3, 100);
   ASSERT_EQ(port->tx_burst(1, a.data(), 3), 3);
   const auto x = port->xstats();
@@ -223,11 +224,10 @@ TEST_F(RingPortTest, PacketClassCountersBinAsDpdk) {
   std::vector<XStat> x;
   c.append_xstats(x, "tx_q3_");
   const std::vector<std::pair<std::string, std::uint64_t>> want = {
-      {"tx_q3_multicast_packets", 4},     {"tx_q3_broadcast_packets", 3},
-      {"tx_q3_undersize_packets", 2},     {"tx_q3_size_64_packets", 2},
-      {"tx_q3_size_65_127_packets", 1},   {"tx_q3_size_128_255_packets", 1},
-      {"tx_q3_size_256_511_packets", 1},  {"tx_q3_size_512_1023_packets", 1},
-      {"tx_q3_size_1024_1518_packets", 1}, {"tx_q3_size_1519_max_packets", 1}};
+      {"tx_q3_multicast_packets", 4},    {"tx_q3_broadcast_packets", 3},     {"tx_q3_undersize_packets", 2},
+      {"tx_q3_size_64_packets", 2},      {"tx_q3_size_65_127_packets", 1},   {"tx_q3_size_128_255_packets", 1},
+      {"tx_q3_size_256_511_packets", 1}, {"tx_q3_size_512_1023_packets", 1}, {"tx_q3_size_1024_1518_packets", 1},
+      {"tx_q3_size_1519_max_packets", 1}};
   ASSERT_EQ(x.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(x[i].name, want[i].first);

@@ -134,11 +134,9 @@ class TapPort final : public Port {
   // After the queues' descriptors made the interface exist: persistence and the remote's rules.
   Result<void> configure_interface() {
     if (persist_ && ::ioctl(fds_.front(), TUNSETPERSIST, 1) != 0)
-      return fail("device '{}': key 'persist': TUNSETPERSIST on '{}' failed: {}", name(), iface_,
-                  std::strerror(errno));
+      return fail("device '{}': key 'persist': TUNSETPERSIST on '{}' failed: {}", name(), iface_, std::strerror(errno));
     if (remote_.empty()) return {};
-    if (auto ok = redirect_.install(iface_, remote_); !ok)
-      return fail("device '{}': {}", name(), ok.error().message);
+    if (auto ok = redirect_.install(iface_, remote_); !ok) return fail("device '{}': {}", name(), ok.error().message);
     log(LogLevel::info, "{}: traffic of '{}' is redirected to TAP '{}' and back (tc clsact, matchall mirred)", name(),
         remote_, iface_);
     return {};

@@ -146,7 +146,8 @@ int add_redirect(int from, int to) {
 }
 
 void delete_redirect(int from) {
-  TcRequest r(RTM_DELTFILTER, 0, from, ingress_parent, 0, TC_H_MAKE(std::uint32_t{filter_prio} << 16, htons(ETH_P_ALL)));
+  TcRequest r(RTM_DELTFILTER, 0, from, ingress_parent, 0,
+              TC_H_MAKE(std::uint32_t{filter_prio} << 16, htons(ETH_P_ALL)));
   (void)r.send();
 }
 
@@ -157,16 +158,14 @@ Result<void> RemoteRedirect::install(const std::string& tap, const std::string& 
   const int tap_index = static_cast<int>(::if_nametoindex(tap.c_str()));
   const int remote_index = static_cast<int>(::if_nametoindex(remote.c_str()));
   if (tap_index == 0) return fail("key 'iface' value '{}': the TAP interface is gone: {}", tap, std::strerror(errno));
-  if (remote_index == 0)
-    return fail("key 'remote' value '{}': no such interface in this network namespace", remote);
+  if (remote_index == 0) return fail("key 'remote' value '{}': no such interface in this network namespace", remote);
   tap_ifindex_ = tap_index;
   const auto add = [&](Rule& rule, int from, int to, const std::string& what) -> Result<void> {
     rule.ifindex = from;
     if (int e = add_clsact(from, rule.own_qdisc); e != 0)
       return fail("key 'remote' value '{}': cannot add a clsact qdisc to {}: {}", remote, what, std::strerror(e));
     if (int e = add_redirect(from, to); e != 0)
-      return fail("key 'remote' value '{}': cannot add the redirect filter on {}: {}", remote, what,
-                  std::strerror(e));
+      return fail("key 'remote' value '{}': cannot add the redirect filter on {}: {}", remote, what, std::strerror(e));
     rule.installed = true;
     return {};
   };

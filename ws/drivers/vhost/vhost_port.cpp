@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -92,8 +92,13 @@ struct VhostOptions {
 class VhostPort final : public Port, public virtio::RingListener {
  public:
   VhostPort(std::string name, std::string iface, VhostOptions o)
-      : Port(name, "net_vhost"), iface_(std::move(iface)), client_(o.client), linear_(o.linear),
-        legacy_ol_(o.legacy_ol), queues_(o.queues), slots_(std::make_unique<RingSlot[]>(2u * o.queues)),
+      : Port(name, "net_vhost"),
+        iface_(std::move(iface)),
+        client_(o.client),
+        linear_(o.linear),
+        legacy_ol_(o.legacy_ol),
+        queues_(o.queues),
+        slots_(std::make_unique<RingSlot[]>(2u * o.queues)),
         backend_(virtio::BackendOptions{.name = name,
                                         .queue_pairs = o.queues,
                                         .features = offered(o.tso),
@@ -232,7 +237,7 @@ class VhostPort final : public Port, public virtio::RingListener {
     if (s.health.broken() && !s.broken_logged) {
       s.broken_logged = true;
       ring_log_.log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
-               virtio::queue_error_detail(s.health.first_error(), s.health.first_detail()));
+                    virtio::queue_error_detail(s.health.first_error(), s.health.first_detail()));
     }
     return last_avail_idx(s, backend_.packed());
   }
@@ -342,8 +347,8 @@ void VhostPort::serve_connection(int conn) {
       // The frontend shrank memory it shared: the faulting pages now read zeros (MappingGuard).
       // Its rings are garbage from here; the connection goes, and the next frontend starts clean.
       memory_lost_.add(1);
-      log_.log(LogLevel::warning, "{}: the frontend shrank the memory it shared (SIGBUS caught); closing the connection",
-               name());
+      log_.log(LogLevel::warning,
+               "{}: the frontend shrank the memory it shared (SIGBUS caught); closing the connection", name());
       return;
     }
     if (r < 0 && errno != EINTR) return;
@@ -425,18 +430,21 @@ class VhostDriver final : public Driver {
     for (const auto* b : {&client, &tso, &linear, &legacy_ol, &ext, &iommu, &postcopy})
       if (!*b) return std::unexpected(b->error());
     if (*ext)
-      return fail("device '{}': key 'ext-buffer' value 1 is not supported: our mbufs have no external buffers "
-                  "(DPDK's rte_pktmbuf_attach_extbuf); a large packet is chained across mbufs (the default) or "
-                  "dropped with linear-buffer=1; expected ext-buffer=0",
-                  args.name());
+      return fail(
+          "device '{}': key 'ext-buffer' value 1 is not supported: our mbufs have no external buffers "
+          "(DPDK's rte_pktmbuf_attach_extbuf); a large packet is chained across mbufs (the default) or "
+          "dropped with linear-buffer=1; expected ext-buffer=0",
+          args.name());
     if (*iommu)
-      return fail("device '{}': key 'iommu-support' value 1 is not supported: no vhost-user IOTLB messages "
-                  "(VIRTIO_F_IOMMU_PLATFORM) here; expected iommu-support=0",
-                  args.name());
+      return fail(
+          "device '{}': key 'iommu-support' value 1 is not supported: no vhost-user IOTLB messages "
+          "(VIRTIO_F_IOMMU_PLATFORM) here; expected iommu-support=0",
+          args.name());
     if (*postcopy)
-      return fail("device '{}': key 'postcopy-support' value 1 is not supported: no postcopy live migration "
-                  "(userfaultfd) here; expected postcopy-support=0",
-                  args.name());
+      return fail(
+          "device '{}': key 'postcopy-support' value 1 is not supported: no postcopy live migration "
+          "(userfaultfd) here; expected postcopy-support=0",
+          args.name());
     const VhostOptions o{static_cast<std::uint16_t>(*queues), *client, *tso, *linear, *legacy_ol, *max_mem};
     auto port = std::make_unique<VhostPort>(args.name(), iface, o);
     if (auto ok = port->open(); !ok) return std::unexpected(ok.error());

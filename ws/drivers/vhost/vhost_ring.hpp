@@ -12,9 +12,9 @@ namespace ws::vhost_pmd {
 
 // What the device string and the application decide beyond the frontend's features.
 struct SlotOptions {
-  bool linear = false;             // linear-buffer=1
-  bool legacy_ol = false;          // legacy-ol-flags=1
-  std::uint64_t tx_offloads = 0;   // PortConfig::tx_offloads
+  bool linear = false;            // linear-buffer=1
+  bool legacy_ol = false;         // legacy-ol-flags=1
+  std::uint64_t tx_offloads = 0;  // PortConfig::tx_offloads
 };
 
 template <bool Packed>
@@ -32,9 +32,12 @@ DequeueFn pick_dequeue(bool linear) noexcept {
 template <bool Packed, bool InOrder>
 DequeueFn pick_dequeue(HdrIn in, bool linear) noexcept {
   switch (in) {
-    case HdrIn::compliant: return pick_dequeue<Packed, InOrder, HdrIn::compliant>(linear);
-    case HdrIn::legacy: return pick_dequeue<Packed, InOrder, HdrIn::legacy>(linear);
-    case HdrIn::ignore: break;
+    case HdrIn::compliant:
+      return pick_dequeue<Packed, InOrder, HdrIn::compliant>(linear);
+    case HdrIn::legacy:
+      return pick_dequeue<Packed, InOrder, HdrIn::legacy>(linear);
+    case HdrIn::ignore:
+      break;
   }
   return pick_dequeue<Packed, InOrder, HdrIn::ignore>(linear);
 }
@@ -59,7 +62,7 @@ struct SlotStart {
 // the lcores. `fresh` (the first start since the device was reset) clears a broken state: a
 // ring a frontend broke stays broken across its kicks.
 inline SlotStart start_slot(RingSlot& s, const virtio::VhostBackend& be, std::uint32_t r, bool fresh,
-                       const SlotOptions& o) noexcept {
+                            const SlotOptions& o) noexcept {
   if (fresh) {
     s.health.reset();
     s.broken_logged = false;
@@ -74,14 +77,14 @@ inline SlotStart start_slot(RingSlot& s, const virtio::VhostBackend& be, std::ui
   // that must then be done in software (as DPDK's net_vhost tx_sw_csum).
   s.offload = virtio::HdrOffloads::device_tx(f);
   const HdrIn in = !virtio::has(f, virtio::feature::csum) ? HdrIn::ignore
-                   : o.legacy_ol                            ? HdrIn::legacy
-                                                            : HdrIn::compliant;
+                   : o.legacy_ol                          ? HdrIn::legacy
+                                                          : HdrIn::compliant;
   const bool ol_out = s.offload.any() || o.tx_offloads != 0;
   const bool in_order = virtio::has(f, virtio::feature::in_order);
   SlotStart where{v.base, v.base};
   if (be.packed()) {
-    s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc), reinterpret_cast<virtio::EventSuppress*>(v.avail),
-                   reinterpret_cast<virtio::EventSuppress*>(v.used)},
+    s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc),
+                   reinterpret_cast<virtio::EventSuppress*>(v.avail), reinterpret_cast<virtio::EventSuppress*>(v.used)},
                   &be.memory(), &s.health, indirect, event_idx, v.base);
     s.packed.suppress_kicks(true);
     s.dequeue = pick_dequeue<true>(in_order, in, o.linear);

@@ -23,9 +23,9 @@
 #include "ws/port/xstats.hpp"
 #include "ws/virtio/net/net_hdr.hpp"
 #include "ws/virtio/net/offload.hpp"
-#include "ws/virtio/vhost_user/notifier.hpp"
 #include "ws/virtio/ring/packed_device.hpp"
 #include "ws/virtio/ring/split_device.hpp"
+#include "ws/virtio/vhost_user/notifier.hpp"
 
 namespace ws::vhost_pmd {
 
@@ -57,7 +57,7 @@ class MbufStash {
   }
   Mbuf* take() noexcept { return mbufs_[--count_]; }
   const Mbuf* top() const noexcept { return mbufs_[count_ - 1]; }  // the next take(); one on hand
-  void put_back(Mbuf* m) noexcept { mbufs_[count_++] = m; }  // one take() handed out, reset
+  void put_back(Mbuf* m) noexcept { mbufs_[count_++] = m; }        // one take() handed out, reset
   void release() noexcept {
     mbuf_free_bulk(std::span<Mbuf* const>(mbufs_, count_));
     count_ = 0;
@@ -83,10 +83,10 @@ using EnqueueFn = std::uint16_t (*)(RingSlot&, TxQueueCounters&, Mbuf**, std::ui
 
 // Extra per-ring counters beyond the port's (xstats).
 struct RingCounters {
-  Counter bad_packet;   // chain shorter than the header, longer than 64 KiB, or a bad header
-  Counter too_small;    // RX buffer chain too small for the packet (without MRG_RXBUF)
-  Counter not_linear;   // linear-buffer=1: a TX chain that does not fit one mbuf, dropped
-  Counter notify;       // interrupts asked of the notifier (the frontend wanted them): DPDK's guest_notifications
+  Counter bad_packet;  // chain shorter than the header, longer than 64 KiB, or a bad header
+  Counter too_small;   // RX buffer chain too small for the packet (without MRG_RXBUF)
+  Counter not_linear;  // linear-buffer=1: a TX chain that does not fit one mbuf, dropped
+  Counter notify;      // interrupts asked of the notifier (the frontend wanted them): DPDK's guest_notifications
   PacketClassCounters classes;  // DPDK's multicast, broadcast and size bins of the packets taken or given
 };
 
@@ -106,14 +106,15 @@ struct alignas(cache_line_bytes) RingSlot {
   virtio::Notifier* notifier = nullptr;  // writes the frontend's call fd for this ring
   std::uint32_t ring = 0;                // this ring's index (the notifier's slot)
   bool broken_logged = false;            // control thread: the broken state was reported
-  virtio::HdrOffloads offload;  // what the frontend takes in our headers (offload variants only)
+  virtio::HdrOffloads offload;           // what the frontend takes in our headers (offload variants only)
   virtio::QueueHealth health;
   RingCounters counters;
   DefaultChain chains[max_merged_chains];  // scratch: the chains of one mergeable packet, or a lookahead
 
   // Polling lcore: false when the ring is not running (the burst then does nothing).
   bool enter() noexcept {
-    if (!gate.enter()) [[unlikely]] return false;
+    if (!gate.enter()) [[unlikely]]
+      return false;
     if (!enabled.load(std::memory_order_relaxed)) [[unlikely]] {
       gate.leave();
       return false;
@@ -135,13 +136,19 @@ struct alignas(cache_line_bytes) RingSlot {
 
 template <bool Packed>
 inline auto& engine(RingSlot& s) noexcept {
-  if constexpr (Packed) return s.packed; else return s.split;
+  if constexpr (Packed)
+    return s.packed;
+  else
+    return s.split;
 }
 // Writes a chain's used entry (packed: skipping its `ring_descs`); visible after the engine's
 // flush_used().
 template <bool Packed>
 inline void stage_used(RingSlot& s, std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
-  if constexpr (Packed) s.packed.stage_used(id, len, ring_descs); else s.split.stage_used(id, len);
+  if constexpr (Packed)
+    s.packed.stage_used(id, len, ring_descs);
+  else
+    s.split.stage_used(id, len);
 }
 template <bool Packed>
 inline void stage_used(RingSlot& s, const DefaultChain& c, std::uint32_t len) noexcept {
@@ -244,7 +251,8 @@ inline Copied copy_from_chain(const DefaultChain& c, Mbuf* head, PktmbufPool& po
 // requests (legacy) on the mbuf (ws/virtio/net/offload.hpp).
 template <HdrIn In>
 inline bool read_net_hdr(const virtio::NetHdr& hdr, Mbuf* m) noexcept {
-  if (virtio::check_net_hdr(hdr, m->pkt_len) != virtio::NetHdrCheck::ok) [[unlikely]] return false;
+  if (virtio::check_net_hdr(hdr, m->pkt_len) != virtio::NetHdrCheck::ok) [[unlikely]]
+    return false;
   if constexpr (In == HdrIn::compliant) virtio::rx_net_hdr_to_offload(hdr, *m);
   if constexpr (In == HdrIn::legacy) virtio::rx_net_hdr_to_legacy_offload(hdr, *m);
   return true;
@@ -301,7 +309,8 @@ inline void prefetch_buffer(const std::byte* p) noexcept {
   __builtin_prefetch(p + 64, Write);
 }
 inline void prefetch_first_buffer(const DefaultChain& c) noexcept {
-  if (c.segments != 0) [[likely]] prefetch_buffer(c.seg[0].host);
+  if (c.segments != 0) [[likely]]
+    prefetch_buffer(c.seg[0].host);
 }
 
 // The common RX case: header and frame in one buffer that fits `m`, copied inline.
@@ -332,8 +341,7 @@ inline void unpop(RingSlot& s, std::uint16_t from, std::uint16_t to) noexcept {
 // dropped and counted (not_linear), as DPDK's vhost without ext-buffer; tested only where a
 // chain already left the one-buffer path, so the common case pays nothing for it.
 template <bool Packed, bool InOrder, HdrIn In, bool Linear>
-std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, Mbuf** pkts,
-                      std::uint16_t n) noexcept {
+std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, Mbuf** pkts, std::uint16_t n) noexcept {
   static_assert(Packed || !InOrder, "split rings return every used entry");
   auto& dev = engine<Packed>(s);
   const std::uint16_t have = stash.ensure(n);
@@ -637,7 +645,8 @@ std::uint16_t enqueue(RingSlot& s, TxQueueCounters& counters, Mbuf** pkts, std::
     if constexpr (Packed) {
       constexpr std::uint16_t batch = virtio::PackedDevice<>::batch;
       if (n - sent >= batch && dev.at_batch_start()) {
-        if (const std::uint16_t k = enqueue_batch<Offload>(s, pkts + sent, static_cast<std::uint16_t>(n - sent), bytes)) {
+        if (const std::uint16_t k =
+                enqueue_batch<Offload>(s, pkts + sent, static_cast<std::uint16_t>(n - sent), bytes)) {
           sent = static_cast<std::uint16_t>(sent + k);
           used = static_cast<std::uint16_t>(used + k);
           continue;
@@ -654,7 +663,7 @@ std::uint16_t enqueue(RingSlot& s, TxQueueCounters& counters, Mbuf** pkts, std::
     if (dev.needs_notify()) s.notify();
   }
   const auto ok = static_cast<std::uint16_t>(s.counters.classes.count(pkts, sent));  // nullptr: dropped
-  mbuf_free_bulk(std::span<Mbuf* const>(pkts, sent));  // nullptr entries: dropped above
+  mbuf_free_bulk(std::span<Mbuf* const>(pkts, sent));                                // nullptr entries: dropped above
   if (sent < n) counters.full.add(n - sent);
   counters.packets.add(ok);
   counters.bytes.add(bytes);

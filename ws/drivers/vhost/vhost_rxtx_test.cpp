@@ -10,8 +10,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -117,11 +117,13 @@ TEST_F(StashTest, InOrderTxRingGetsEveryBurstBackAsOneUsedDescriptor) {
     }
     const std::vector<virtio::PackedDesc> before(ring.desc, ring.desc + ring_size);
     Mbuf* pkts[burst];
-    ASSERT_EQ((dequeue<true, true, HdrIn::ignore, false>(*slot, stash, counters, pkts, burst)), burst) << "round " << round;
+    ASSERT_EQ((dequeue<true, true, HdrIn::ignore, false>(*slot, stash, counters, pkts, burst)), burst)
+        << "round " << round;
     for (Mbuf* m : pkts) EXPECT_EQ(m->pkt_len, 64u);
     mbuf_free_bulk(std::span<Mbuf* const>(pkts, burst));
     int written = 0;
-    for (std::uint16_t i = 0; i < ring_size; ++i) written += std::memcmp(&before[i], &ring.desc[i], sizeof before[i]) != 0;
+    for (std::uint16_t i = 0; i < ring_size; ++i)
+      written += std::memcmp(&before[i], &ring.desc[i], sizeof before[i]) != 0;
     EXPECT_EQ(written, 1) << "round " << round << ": one used descriptor for the burst";
     ASSERT_EQ(driver.reclaim(cookies, lens, burst + 1), burst) << "round " << round << ": the burst is back";
     EXPECT_EQ(cookies[0], std::uint32_t(round * burst));
@@ -382,7 +384,7 @@ TEST_F(StashTest, PackedFastPathsTakeSeveralLinesAndKeepEveryPacketInOrder) {
 // position ran past the ring. Each ring sits against an inaccessible page: a write past it
 // crashes the test. No mbuf may be lost either.
 TEST_F(StashTest, AFrontendFlippingFlagsWhileWeRunCannotMakeUsWritePastTheRing) {
-  constexpr std::uint32_t size = 16;  // fewer slots than a burst takes
+  constexpr std::uint32_t size = 16;          // fewer slots than a burst takes
   constexpr std::uint32_t rx_buf_bytes = 90;  // a 1500-byte packet needs 17 of them (mergeable)
   virtio::test::TestMemory tm(1 << 20);
   std::byte* frame = tm.alloc(virtio::net_hdr_bytes + 64);
@@ -429,9 +431,8 @@ TEST_F(StashTest, AFrontendFlippingFlagsWhileWeRunCannotMakeUsWritePastTheRing) 
   // 24 s). It seems to need the two threads taking turns on one CPU: with each pinned to a CPU
   // of its own it never came in 30 s.
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < end &&
-         (tx.slot->health.count(virtio::QueueError::too_many_taken) < 3 ||
-          rx.slot->health.count(virtio::QueueError::too_many_taken) < 3)) {
+  while (std::chrono::steady_clock::now() < end && (tx.slot->health.count(virtio::QueueError::too_many_taken) < 3 ||
+                                                    rx.slot->health.count(virtio::QueueError::too_many_taken) < 3)) {
     Mbuf* pkts[32];
     const std::uint16_t got = dequeue<true, true, HdrIn::ignore, false>(*tx.slot, stash, rx_counters, pkts, 32);
     mbuf_free_bulk(std::span<Mbuf* const>(pkts, got));
@@ -470,7 +471,8 @@ TEST_F(StashTest, AFrontendFlippingFlagsWhileWeRunCannotMakeUsWritePastTheRing) 
 // stays clean in the frontend's cache. Proven on a read-only page, where a store would fault.
 TEST(NetHeader, StoredOnlyWhereItDiffers) {
   const long page = ::sysconf(_SC_PAGESIZE);
-  void* mem = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* mem =
+      ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
   auto* dst = static_cast<std::byte*>(mem);
   virtio::NetHdr hdr{};

@@ -41,7 +41,8 @@ struct World {
   std::byte* guest = nullptr;  // the frontend's own view of its memory
   std::unique_ptr<Arena> arena;
   std::unique_ptr<PktmbufPool> pool;
-  RingSlot* slot_memory = static_cast<RingSlot*>(::operator new[](sizeof(RingSlot) * rings, std::align_val_t{alignof(RingSlot)}));
+  RingSlot* slot_memory =
+      static_cast<RingSlot*>(::operator new[](sizeof(RingSlot) * rings, std::align_val_t{alignof(RingSlot)}));
   World() {
     memfd = ::memfd_create("vhost-stateful-fuzz", MFD_CLOEXEC);
     if (memfd < 0 || ::ftruncate(memfd, guest_bytes) != 0) std::abort();
@@ -231,9 +232,15 @@ void step(Device& d, Input& in, MbufStash* stashes) {
       for (std::uint32_t i = 0; i < len; ++i) world().guest[at + i] = std::byte{in.u8()};
       break;
     }
-    case 2: dequeue_burst(d, in, stashes); break;
-    case 3: enqueue_burst(d, in); break;
-    case 4: send_u64(d, vu::Request::set_features, (in.u64() & backend_offered) | bit(feature::version_1)); break;
+    case 2:
+      dequeue_burst(d, in, stashes);
+      break;
+    case 3:
+      enqueue_burst(d, in);
+      break;
+    case 4:
+      send_u64(d, vu::Request::set_features, (in.u64() & backend_offered) | bit(feature::version_1));
+      break;
     case 5: {  // the whole region, as virtio_user shares it (guest address = user address)
       vu::MemTable t{};
       t.count = 1;
@@ -241,7 +248,9 @@ void step(Device& d, Input& in, MbufStash* stashes) {
       send(d, vu::Request::set_mem_table, &t, 8 + 32, true);
       break;
     }
-    case 6: send_state(d, vu::Request::set_vring_num, in.u8() % rings, 1u << (in.u8() % 9)); break;
+    case 6:
+      send_state(d, vu::Request::set_vring_num, in.u8() % rings, 1u << (in.u8() % 9));
+      break;
     case 7: {  // ring areas inside the region, 64-byte aligned
       vu::VringAddr a{};
       a.index = in.u8() % rings;
@@ -251,9 +260,15 @@ void step(Device& d, Input& in, MbufStash* stashes) {
       send(d, vu::Request::set_vring_addr, &a, sizeof a);
       break;
     }
-    case 8: send_state(d, vu::Request::set_vring_base, in.u8() % rings, in.u16()); break;
-    case 9: send_u64(d, vu::Request::set_vring_kick, (in.u8() % rings) | vu::vring_nofd); break;
-    case 10: send_state(d, vu::Request::set_vring_enable, in.u8() % rings, in.u8() & 1); break;
+    case 8:
+      send_state(d, vu::Request::set_vring_base, in.u8() % rings, in.u16());
+      break;
+    case 9:
+      send_u64(d, vu::Request::set_vring_kick, (in.u8() % rings) | vu::vring_nofd);
+      break;
+    case 10:
+      send_state(d, vu::Request::set_vring_enable, in.u8() % rings, in.u8() & 1);
+      break;
     default: {  // a flags word flipped, as a frontend racing us does (packed AVAIL/USED, NEXT...)
       const std::uint32_t at = (in.u16() % (guest_bytes / 2)) * 2;
       const std::uint16_t v = in.u16();
@@ -280,6 +295,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (MbufStash& s : stashes) s.release();
   }
   if (w.pool->in_use() != in_use_before) std::abort();  // no mbuf lost
-  if (open_fds() != fds_before) std::abort();          // no fd leaked
+  if (open_fds() != fds_before) std::abort();           // no fd leaked
   return 0;
 }

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "ws/core/log.hpp"
-#include "ws/virtio/net/keys.hpp"
 #include "ws/virtio/features.hpp"
+#include "ws/virtio/net/keys.hpp"
 #include "ws/virtio/net/port.hpp"
 #include "ws/virtio/transport/pci.hpp"
 
@@ -200,9 +200,10 @@ Result<Options> parse_options(const DevArgs& args) {
 // them), the MAC and the number of queue pairs from the device configuration.
 Result<std::unique_ptr<Port>> VirtioPciDriver::create(const DevArgs& args, const PortEnv& env) {
   if (env.pci == nullptr)
-    return fail("device '{}': net_virtio drives PCI devices; give it with -a PCI_ADDRESS (virtio_user is the "
-                "vhost-user one)",
-                args.name());
+    return fail(
+        "device '{}': net_virtio drives PCI devices; give it with -a PCI_ADDRESS (virtio_user is the "
+        "vhost-user one)",
+        args.name());
   if (env.arena == nullptr) return fail("device '{}': needs the application's DMA arena", args.name());
   auto o = parse_options(args);
   if (!o) return std::unexpected(o.error());

@@ -2,13 +2,12 @@
 // net_virtio without a device: the virtio capabilities parsed as hostile input, and the probe
 // through a fake sysfs device whose BAR is a plain file (a legacy device, a BAR too small for
 // the structures, no VERSION_1, bad keys; a good probe reads the MAC from the device config).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "ws/drivers/builtin.hpp"
 #include "ws/drivers/virtio_pci/virtio_pci_port.hpp"

@@ -12,11 +12,10 @@
 #include <cstring>
 #include <thread>
 
-
 #include "ws/core/log.hpp"
 #include "ws/virtio/features.hpp"
-#include "ws/virtio/net/port.hpp"
 #include "ws/virtio/net/keys.hpp"
+#include "ws/virtio/net/port.hpp"
 #include "ws/virtio/vhost_user/frontend.hpp"
 
 namespace ws {
@@ -186,13 +185,15 @@ class VirtioUserDriver final : public Driver {
     for (const auto* b : {&server, &cq, &keep_num_buffers})
       if (!*b) return std::unexpected(b->error());
     if (auto iface = args.get("iface"))
-      return fail("device '{}': key 'iface' value '{}': a vhost-kernel tap name, and this driver speaks vhost-user "
-                  "only; give path=<vhost-user unix socket> without iface",
-                  args.name(), *iface);
-    if (struct stat st {}; ::stat(o.path.c_str(), &st) == 0 && S_ISCHR(st.st_mode))
-      return fail("device '{}': key 'path' value '{}' is a character device (vhost-kernel or vhost-vdpa), and this "
-                  "driver speaks vhost-user only; expected a unix socket",
-                  args.name(), o.path);
+      return fail(
+          "device '{}': key 'iface' value '{}': a vhost-kernel tap name, and this driver speaks vhost-user "
+          "only; give path=<vhost-user unix socket> without iface",
+          args.name(), *iface);
+    if (struct stat st{}; ::stat(o.path.c_str(), &st) == 0 && S_ISCHR(st.st_mode))
+      return fail(
+          "device '{}': key 'path' value '{}' is a character device (vhost-kernel or vhost-vdpa), and this "
+          "driver speaks vhost-user only; expected a unix socket",
+          args.name(), o.path);
     if (auto text = args.get("mac")) {
       auto mac = MacAddress::parse(*text);
       if (!mac)

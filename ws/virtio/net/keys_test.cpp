@@ -43,10 +43,10 @@ TEST(DriverKeys, RefusalsNameTheDeviceTheKeyAndWhatItTakes) {
     const char* text;
     const char* says;
   };
-  for (const Case& c : {Case{"dev0,tso=1", "device 'dev0': key 'tso' needs csum=1"},
-                        Case{"dev0,speed=1000", "key 'speed' value 1000: expected a link speed in Mbps that DPDK accepts"},
-                        Case{"dev0,speed=fast", "speed"},
-                        Case{"dev0,in_order=maybe", "in_order"}}) {
+  for (const Case& c :
+       {Case{"dev0,tso=1", "device 'dev0': key 'tso' needs csum=1"},
+        Case{"dev0,speed=1000", "key 'speed' value 1000: expected a link speed in Mbps that DPDK accepts"},
+        Case{"dev0,speed=fast", "speed"}, Case{"dev0,in_order=maybe", "in_order"}}) {
     auto k = parse(c.text);
     ASSERT_FALSE(k.has_value()) << c.text;
     EXPECT_NE(k.error().message.find(c.says), std::string::npos) << c.text << ": " << k.error().message;

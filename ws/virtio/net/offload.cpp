@@ -84,8 +84,7 @@ void rx_net_hdr_to_legacy_offload_slow(const NetHdr& h, Mbuf& m) noexcept {
   const bool tcp = p.l4_proto == ip_proto_tcp, udp = p.l4_proto == ip_proto_udp;
   const std::uint32_t l4_off = std::uint32_t{p.l2_len} + p.l3_len;
   // Both requests need an IP header and a whole TCP or UDP header in the first segment.
-  if ((!v4 && !v6) || (!tcp && !udp) || l4_off + (tcp ? sizeof(TcpHdr) : sizeof(UdpHdr)) > m.data_len)
-    return refuse();
+  if ((!v4 && !v6) || (!tcp && !udp) || l4_off + (tcp ? sizeof(TcpHdr) : sizeof(UdpHdr)) > m.data_len) return refuse();
   m.l2_len = p.l2_len;
   m.l3_len = p.l3_len;
   m.ol_flags |= v4 ? mbuf_flag::tx_ipv4 : mbuf_flag::tx_ipv6;

@@ -53,7 +53,8 @@ struct HdrOffloads {
 // cannot take returns false (the caller drops and counts it: segmentation changes the packet
 // count and has its own call, gso_segment). Headers must sit in the first segment.
 bool tx_offload_to_net_hdr_slow(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept;
-inline constexpr std::uint64_t tx_header_requests = mbuf_flag::tx_ip_cksum | mbuf_flag::tx_l4_mask | mbuf_flag::tx_tcp_seg;
+inline constexpr std::uint64_t tx_header_requests =
+    mbuf_flag::tx_ip_cksum | mbuf_flag::tx_l4_mask | mbuf_flag::tx_tcp_seg;
 inline bool tx_offload_to_net_hdr(Mbuf& m, NetHdr& h, HdrOffloads peer) noexcept {
   if ((m.ol_flags & tx_header_requests) == 0) [[likely]]
     return true;  // inline: a packet that asks for nothing pays one test

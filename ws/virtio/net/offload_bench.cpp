@@ -21,7 +21,8 @@ struct Fixture {
   Mbuf* m = nullptr;
   explicit Fixture(std::uint32_t payload) {
     arena = std::move(*Arena::create({"net_offload_bench", 8u << 20, HugePolicy::never}));
-    pool = std::move(*PktmbufPool::create(*arena, {.name = "nob", .count = 64, .cache_size = 0, .data_room_bytes = 2048}));
+    pool =
+        std::move(*PktmbufPool::create(*arena, {.name = "nob", .count = 64, .cache_size = 0, .data_room_bytes = 2048}));
     const BuiltFrame f = build_frame({.l4_proto = ip_proto_tcp, .payload_bytes = payload});
     m = pool->copy_in(f.bytes.data(), static_cast<std::uint32_t>(f.bytes.size()), 0);
     classify(*m);

@@ -23,8 +23,8 @@ ws::PktmbufPool& pool() {
   }();
   // Small segments: packets over 512 bytes become chains, headers may straddle segments.
   static std::unique_ptr<ws::PktmbufPool> p = [] {
-    auto q = ws::PktmbufPool::create(*arena, {.name = "net_offload_fuzz", .count = 512, .cache_size = 0,
-                                              .data_room_bytes = 512});
+    auto q = ws::PktmbufPool::create(
+        *arena, {.name = "net_offload_fuzz", .count = 512, .cache_size = 0, .data_room_bytes = 512});
     if (!q) std::abort();
     return std::move(*q);
   }();

@@ -22,7 +22,8 @@ class NetOffloadTest : public ::testing::Test {
     auto a = Arena::create({"net_offload_test", 8u << 20, HugePolicy::never});
     ASSERT_TRUE(a.has_value()) << a.error().message;
     arena_ = std::move(*a);
-    auto p = PktmbufPool::create(*arena_, {.name = "net_offload", .count = 64, .cache_size = 0, .data_room_bytes = 4096});
+    auto p =
+        PktmbufPool::create(*arena_, {.name = "net_offload", .count = 64, .cache_size = 0, .data_room_bytes = 4096});
     ASSERT_TRUE(p.has_value()) << p.error().message;
     pool_ = std::move(*p);
   }

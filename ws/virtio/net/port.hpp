@@ -5,13 +5,13 @@
 // it and add only their transport: start_device(), stop_device() and the device's address of
 // our memory (dma_addr()).
 #pragma once
+#include <fmt/format.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "ws/core/arena.hpp"
 #include "ws/core/log.hpp"
@@ -56,8 +56,8 @@ class VirtioNetPort : public Port {
   }
   Result<void> do_configure(const PortConfig& c) override {
     if (c.rx_queues != c.tx_queues || c.rx_queues > pairs_)
-      return fail("device '{}': {} RX and {} TX queues requested, expected equal counts up to {} (queue pairs)",
-                  name(), c.rx_queues, c.tx_queues, pairs_);
+      return fail("device '{}': {} RX and {} TX queues requested, expected equal counts up to {} (queue pairs)", name(),
+                  c.rx_queues, c.tx_queues, pairs_);
     rxq_.clear();
     txq_.clear();
     const bool p = has(features_, feature::ring_packed), io = has(features_, feature::in_order),
@@ -80,7 +80,8 @@ class VirtioNetPort : public Port {
     if (q >= rxq_.size()) return fail("RX queue {} does not exist ({} configured)", q, rxq_.size());
     if (c.pool == nullptr) return fail("device '{}': RX queue {} needs a mempool", name(), q);
     if (!arena_.contains(c.pool->buffers().data(), c.pool->buffers().size()))
-      return fail("device '{}': RX queue {} pool '{}' has its buffers outside the shared arena", name(), q, c.pool->mempool().name());
+      return fail("device '{}': RX queue {} pool '{}' has its buffers outside the shared arena", name(), q,
+                  c.pool->mempool().name());
     rxq_[q]->pool = c.pool;
     rxq_[q]->port_id = id();
     if (auto m = ring_memory(2u * q); !m) return std::unexpected(m.error());
@@ -122,8 +123,10 @@ class VirtioNetPort : public Port {
   void do_stop() override {
     (void)rings_healthy();  // a ring broken since the last look is logged before the stop resets it
     if (const std::uint64_t held = wait_for_tx(tx_stop_timeout); held != 0)
-      log(LogLevel::notice, "{}: the device did not send {} TX packets within {} ms of the stop; they are dropped "
-          "(tx_q<N>_reset_dropped, oerrors)", name(), held, tx_stop_timeout.count());
+      log(LogLevel::notice,
+          "{}: the device did not send {} TX packets within {} ms of the stop; they are dropped "
+          "(tx_q<N>_reset_dropped, oerrors)",
+          name(), held, tx_stop_timeout.count());
     stop_device();
   }
   // TX packets the device still held are dropped and counted (they were counted sent); filled
@@ -165,8 +168,10 @@ class VirtioNetPort : public Port {
       out.push_back({fmt::format("tx_q{}_reset_dropped", q), txq_[q]->reset_dropped.read()});
       for (std::size_t e = 0; e < queue_error_count; ++e) {
         const auto err = static_cast<QueueError>(e);
-        if (const std::uint64_t n = rxq_[q]->health.count(err)) out.push_back({fmt::format("rx_q{}_{}", q, queue_error_name(err)), n});
-        if (const std::uint64_t n = txq_[q]->health.count(err)) out.push_back({fmt::format("tx_q{}_{}", q, queue_error_name(err)), n});
+        if (const std::uint64_t n = rxq_[q]->health.count(err))
+          out.push_back({fmt::format("rx_q{}_{}", q, queue_error_name(err)), n});
+        if (const std::uint64_t n = txq_[q]->health.count(err))
+          out.push_back({fmt::format("tx_q{}_{}", q, queue_error_name(err)), n});
       }
     }
     out.push_back({"features", features_});

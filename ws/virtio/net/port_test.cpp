@@ -2,12 +2,13 @@
 // A virtio-net driver port whose device breaks a ring: the port stays up as a process matter
 // (bursts return nothing, the other ring still works), reports the ring unhealthy, logs it once
 // however often it is asked, and is healthy again, with a fresh log budget, after a restart.
+#include "ws/virtio/net/port.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "ws/core/arena.hpp"
-#include "ws/virtio/net/port.hpp"
 
 namespace ws::virtio {
 namespace {

@@ -34,7 +34,6 @@ concept QueueTransport = requires(const Mbuf* m, QueueCommon& q) {
   { T::notify(q) } noexcept;
 };
 
-
 // Frees up to `max` (by default every) chains the device has completed and no burst reclaimed
 // yet, oldest first; returns how many. A reclaim short of what it asked for took everything
 // there was: no further call.
@@ -56,7 +55,7 @@ class Notifier;
 
 // Where a transport notifies the device of new buffers.
 struct NotifyTarget {
-  Notifier* notifier = nullptr;               // vhost-user: the thread that writes the kick fds
+  Notifier* notifier = nullptr;                // vhost-user: the thread that writes the kick fds
   volatile std::uint16_t* doorbell = nullptr;  // PCI: the queue's notify register
 };
 
@@ -64,7 +63,7 @@ struct NotifyTarget {
 struct QueueCommon : QueueBase {
   virtual ~QueueCommon() = default;
   virtual void init(const RingArea& area, bool event_idx) = 0;
-  virtual std::uint32_t fill() = 0;        // RX: post buffers; returns how many
+  virtual std::uint32_t fill() = 0;  // RX: post buffers; returns how many
   // Ring stopped (or gate closed): frees what the ring holds. Returns how many packets that
   // drops: TX, those taken but never completed by the device; RX, buffers the device filled
   // that no burst took (one per packet, or per part of a mergeable one) and a mergeable packet
@@ -88,7 +87,7 @@ struct alignas(cache_line_bytes) RxCommon : QueueCommon {
   PktmbufPool* pool = nullptr;
   std::uint16_t port_id = 0;
   RxQueueCounters counters;
-  PacketClassCounters classes;  // DPDK's multicast, broadcast and size-bin xstats
+  PacketClassCounters classes;   // DPDK's multicast, broadcast and size-bin xstats
   Mbuf* partial_head = nullptr;  // mergeable packet still collecting buffers
   Mbuf* partial_tail = nullptr;
   std::uint16_t partial_left = 0;
@@ -167,7 +166,8 @@ struct VirtioRx final : RxCommon {
   }
 
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
-    if (!gate.enter()) [[unlikely]] return 0;
+    if (!gate.enter()) [[unlikely]]
+      return 0;
     const std::uint16_t got = receive(pkts, n);
     gate.leave();
     return got;
@@ -267,8 +267,8 @@ struct alignas(cache_line_bytes) TxCommon : QueueCommon {
   // Control path, gate closed: frees what the device has sent; returns how many packets it
   // still holds.
   virtual std::uint32_t reclaim_sent() = 0;
-  std::uint64_t zero_hdr = 0;  // IOVA of a zeroed 12-byte header in shared memory
-  HdrOffloads offload;  // what the device takes in our headers (offload variant only)
+  std::uint64_t zero_hdr = 0;     // IOVA of a zeroed 12-byte header in shared memory
+  HdrOffloads offload;            // what the device takes in our headers (offload variant only)
   bool keep_num_buffers = false;  // pushed headers leave num_buffers alone (store_tx_net_hdr)
   TxQueueCounters counters;
   PacketClassCounters classes;  // DPDK's multicast, broadcast and size-bin xstats
@@ -376,7 +376,8 @@ struct VirtioTx final : TxCommon {
   // of a constant one descriptor folds the chain loop away.
   using Posts = typename DriverEngine<Packed, InOrder, Mbuf*>::Posts;
   [[gnu::always_inline]] bool post(Posts& posts, const Buffer* bufs, std::uint16_t cnt, Mbuf* m) noexcept {
-    if (posts.add(bufs, cnt, m)) [[likely]] return true;
+    if (posts.add(bufs, cnt, m)) [[likely]]
+      return true;
     engine.end_posts(posts);
     const bool room = free_completed(engine) > 0;
     posts = engine.begin_posts();

@@ -7,13 +7,14 @@
 // chains make room for a burst that needs more descriptors than are free, and after a burst is
 // published, for the next one; a header pushed into the headroom zeroes num_buffers unless told
 // to keep it.
+#include "ws/virtio/net/queues.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "ws/core/arena.hpp"
-#include "ws/virtio/net/queues.hpp"
 
 namespace ws::virtio {
 namespace {
@@ -37,7 +38,8 @@ class QueueAgainstRing : public ::testing::Test {
     ASSERT_TRUE(p) << p.error().message;
     pool_ = std::move(*p);
     mem_.assign(ring_area_bytes(n) + 64, std::byte{0});
-    auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mem_.data()) + 63) & ~std::uintptr_t{63});
+    auto* base =
+        reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(mem_.data()) + 63) & ~std::uintptr_t{63});
     area_ = carve_ring_area(base, n);
     ring_ = SplitRing{n, reinterpret_cast<SplitDesc*>(area_.desc), reinterpret_cast<std::uint16_t*>(area_.driver),
                       reinterpret_cast<std::uint16_t*>(area_.device)};

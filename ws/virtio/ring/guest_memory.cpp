@@ -18,8 +18,7 @@ bool overlap(std::uint64_t a, std::uint64_t a_size, std::uint64_t b, std::uint64
 }  // namespace
 
 Result<void> GuestMemory::add(const MemRegion& r) {
-  if (count_ == max_regions)
-    return fail("guest memory: region {} refused: at most {} regions", count_, max_regions);
+  if (count_ == max_regions) return fail("guest memory: region {} refused: at most {} regions", count_, max_regions);
   if (r.size == 0) return fail("guest memory: region {} has size 0, expected > 0", count_);
   if (r.host == nullptr) return fail("guest memory: region {} is not mapped", count_);
   const auto host = reinterpret_cast<std::uintptr_t>(r.host);

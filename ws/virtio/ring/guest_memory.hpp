@@ -15,7 +15,7 @@ struct MemRegion {
   std::uint64_t guest_addr = 0;  // guest physical (descriptor addresses)
   std::uint64_t user_addr = 0;   // frontend virtual (vhost-user ring addresses)
   std::uint64_t size = 0;
-  std::byte* host = nullptr;     // where we mapped it
+  std::byte* host = nullptr;  // where we mapped it
 };
 
 class GuestMemory {
@@ -36,8 +36,9 @@ class GuestMemory {
       if (addr < r.guest_addr) continue;
       const std::uint64_t off = addr - r.guest_addr;  // no overflow: addr >= guest_addr
       if (off >= r.size) continue;
-      if (len > r.size - off) return nullptr;  // crosses this region's end: refused, even if
-                                               // the next region is adjacent
+      if (len > r.size - off)
+        return nullptr;  // crosses this region's end: refused, even if
+                         // the next region is adjacent
       return r.host + off;
     }
     return nullptr;

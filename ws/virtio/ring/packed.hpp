@@ -30,10 +30,10 @@ struct EventSuppress {  // §2.8.10
 static_assert(sizeof(EventSuppress) == 4);
 
 struct PackedRing {
-  std::uint32_t size = 0;                // 1..32768, any value
-  PackedDesc* desc = nullptr;            // 16-byte aligned; both sides write
-  EventSuppress* driver_event = nullptr; // driver writes, device reads; 4-aligned
-  EventSuppress* device_event = nullptr; // device writes, driver reads; 4-aligned
+  std::uint32_t size = 0;                 // 1..32768, any value
+  PackedDesc* desc = nullptr;             // 16-byte aligned; both sides write
+  EventSuppress* driver_event = nullptr;  // driver writes, device reads; 4-aligned
+  EventSuppress* device_event = nullptr;  // device writes, driver reads; 4-aligned
 };
 
 constexpr std::size_t packed_desc_bytes(std::uint32_t n) { return 16u * n; }

@@ -34,7 +34,8 @@ class PackedDevice {
   }
 
   Pop pop(ChainT& c) noexcept {
-    if (health_->broken()) [[unlikely]] return Pop::broken;
+    if (health_->broken()) [[unlikely]]
+      return Pop::broken;
     // acquire: pairs with the driver's release store of the chain's first flags (made available last).
     const std::uint16_t first = __atomic_load_n(&ring_.desc[avail_].flags, __ATOMIC_ACQUIRE);
     if (!packed_avail(first, avail_wrap_)) return Pop::empty;
@@ -155,7 +156,8 @@ class PackedDevice {
   // Gives back popped chains (not yet pushed used) spanning `ring_descs` descriptors. More than
   // were taken is refused (the ring breaks): the rewind below assumes at most one lap.
   void unpop(std::uint32_t ring_descs) noexcept {
-    if (!give_back(ring_descs)) [[unlikely]] return;
+    if (!give_back(ring_descs)) [[unlikely]]
+      return;
     if (ring_descs <= avail_) {
       avail_ = static_cast<std::uint16_t>(avail_ - ring_descs);
     } else {
@@ -167,7 +169,8 @@ class PackedDevice {
   // Writes the used descriptor for a chain at the used position and skips the chain's length
   // (§2.8.7). Visible to the driver at once (its flags store is the release).
   void push_used(std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
-    if (!give_back(ring_descs)) [[unlikely]] return;
+    if (!give_back(ring_descs)) [[unlikely]]
+      return;
     PackedDesc* p = &ring_.desc[used_];
     p->id = id;
     p->len = len;
@@ -189,7 +192,8 @@ class PackedDevice {
     PackedDesc* first = nullptr;
     std::uint16_t first_flags = 0;
     for (std::uint16_t i = 0; i < n; ++i) {
-      if (!give_back(chains[i].ring_descs)) [[unlikely]] return;  // the ring is broken
+      if (!give_back(chains[i].ring_descs)) [[unlikely]]
+        return;  // the ring is broken
       PackedDesc* p = &ring_.desc[used_];
       const auto flags = static_cast<std::uint16_t>(used_wrap_ ? (desc_flag::avail | desc_flag::used) : 0);
       p->id = chains[i].id;
@@ -223,7 +227,8 @@ class PackedDevice {
   // lines, not one: a group per line hands DPDK's virtio_user bursts of 4 packets, which cost its
   // RX more per packet; much larger groups make the driver wait for the copies again.
   void stage_used(std::uint16_t id, std::uint32_t len, std::uint16_t ring_descs) noexcept {
-    if (!give_back(ring_descs)) [[unlikely]] return;
+    if (!give_back(ring_descs)) [[unlikely]]
+      return;
     const auto flags = static_cast<std::uint16_t>(used_wrap_ ? (desc_flag::avail | desc_flag::used) : 0);
     staged_[staged_count_++] = StagedUsed{&ring_.desc[used_], len, id, flags};
     const std::uint16_t group = static_cast<std::uint16_t>(used_ / publish_every);
@@ -267,8 +272,7 @@ class PackedDevice {
     return need_event(event, used_, old);
   }
   void suppress_kicks(bool on) noexcept {
-    __atomic_store_n(&ring_.device_event->flags, on ? EventSuppress::disable : EventSuppress::enable,
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(&ring_.device_event->flags, on ? EventSuppress::disable : EventSuppress::enable, __ATOMIC_RELAXED);
   }
 
   // GET_VRING_BASE: bits 0-14 next avail index, bit 15 avail wrap counter.
@@ -340,9 +344,9 @@ class PackedDevice {
   std::uint16_t used_ = 0;   // next used slot to write
   std::uint16_t signalled_used_ = 0;
   std::uint16_t staged_count_ = 0;
-  std::uint32_t taken_ = 0;  // descriptors popped and not yet returned: at most ring_.size
+  std::uint32_t taken_ = 0;           // descriptors popped and not yet returned: at most ring_.size
   StagedUsed staged_[publish_every];  // a batch (each chain takes one slot at least)
-  bool avail_wrap_ = true;   // §2.8.1: both counters start at 1
+  bool avail_wrap_ = true;            // §2.8.1: both counters start at 1
   bool used_wrap_ = true;
   bool indirect_ = false;
   bool event_idx_ = false;

@@ -95,8 +95,14 @@ class PackedDriver {
    private:
     friend class PackedDriver;
     explicit Posts(PackedDriver& d) noexcept
-        : desc_(d.ring_.desc), ids_(d.ids_.data()), free_ids_(d.free_ids_.data()), size_(d.ring_.size),
-          free_(d.free_), avail_(d.avail_), free_take_(d.free_take_), free_mask_(d.free_mask_),
+        : desc_(d.ring_.desc),
+          ids_(d.ids_.data()),
+          free_ids_(d.free_ids_.data()),
+          size_(d.ring_.size),
+          free_(d.free_),
+          avail_(d.avail_),
+          free_take_(d.free_take_),
+          free_mask_(d.free_mask_),
           avail_bits_(packed_avail_bits(d.avail_wrap_)) {}
     // Writes b at the next position and moves past it; returns the flags that make it available.
     [[gnu::always_inline]] std::uint16_t put(const Buffer& b, std::uint32_t id, bool next) noexcept {
@@ -117,7 +123,7 @@ class PackedDriver {
     std::uint16_t* free_ids_;
     std::uint32_t size_;
     std::uint32_t free_;
-    std::uint32_t avail_;  // 32-bit copies: no 16-bit arithmetic in the loop
+    std::uint32_t avail_;      // 32-bit copies: no 16-bit arithmetic in the loop
     std::uint32_t free_take_;  // free-running; & free_mask_ indexes free_ids_
     std::uint32_t free_mask_;
     std::uint16_t avail_bits_;  // AVAIL and USED as the current wrap counter makes them available
@@ -158,18 +164,18 @@ class PackedDriver {
     return need_event(event, avail_, old);
   }
   void suppress_interrupts(bool on) noexcept {
-    __atomic_store_n(&ring_.driver_event->flags, on ? EventSuppress::disable : EventSuppress::enable,
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(&ring_.driver_event->flags, on ? EventSuppress::disable : EventSuppress::enable, __ATOMIC_RELAXED);
   }
 
   // Takes up to `max` completed chains. Ids we did not post break the queue.
   std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {
-    if (health_->broken()) [[unlikely]] return 0;
+    if (health_->broken()) [[unlikely]]
+      return 0;
     // The walk runs on a copy of the ring state, written back at the end. On the members
     // themselves, each acquire load below makes the compiler store and reload them, and every
     // descriptor's position would wait on the store of the one before.
-    Walk w{ring_.desc, ids_.data(), ring_.size, used_, packed_used_bits(used_wrap_),
-           free_ids_.data(), free_give_, free_mask_};
+    Walk w{ring_.desc,       ids_.data(), ring_.size, used_, packed_used_bits(used_wrap_),
+           free_ids_.data(), free_give_,  free_mask_};
     // Each chain taken was outstanding: no more than that many, whatever the device writes.
     const std::uint16_t limit = max < outstanding_ ? max : static_cast<std::uint16_t>(outstanding_);
     // Only once the device has returned the next chain: on an RX ring every descriptor is

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Packed virtqueue: driver and device engines against each other (chains across the ring end,
 // wrap counters, in-order batches, indirect tables, event suppression), then hostile input.
-#include "ws/virtio/ring/packed_device.hpp"
-#include "ws/virtio/ring/packed_driver.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ws/virtio/ring/packed_device.hpp"
+#include "ws/virtio/ring/packed_driver.hpp"
 #include "ws/virtio/ring/test_memory.hpp"
 
 namespace ws::virtio {
@@ -198,8 +197,8 @@ TEST(Packed, OutOfOrderIdsStayUniqueOnARingOfNoPowerOfTwoSize) {
 // time gives, across the ring's end, with chains of two descriptors and ids freed out of order.
 TEST(Packed, ABurstPostedOnACopyOfTheStateWritesWhatPostsOneByOneWrite) {
   PackedPair one(7), burst(7);  // 7 slots: chains straddle the end, wrap counters flip mid-burst
-  const Buffer b[4] = {{one.buf(0), 12, false}, {one.buf(64), 64, false}, {one.buf(128), 64, false},
-                       {one.buf(192), 64, false}};
+  const Buffer b[4] = {
+      {one.buf(0), 12, false}, {one.buf(64), 64, false}, {one.buf(128), 64, false}, {one.buf(192), 64, false}};
   std::uint32_t cookie = 0;
   for (std::uint32_t lap = 0; lap < 6; ++lap) {
     const std::uint16_t chains[3] = {1, 2, 1};
@@ -328,7 +327,11 @@ TEST(Packed, PopBatchLeavesAnyUnusualLineToPop) {
   };
   auto plain = [](PackedPair& p, std::uint16_t i) { p.set(i, p.buf(64 * i), 64, i, 0); };
   const Case cases[] = {
-      {"three available", [&](PackedPair& p) { for (std::uint16_t i = 0; i < 3; ++i) plain(p, i); }, Pop::chain},
+      {"three available",
+       [&](PackedPair& p) {
+         for (std::uint16_t i = 0; i < 3; ++i) plain(p, i);
+       },
+       Pop::chain},
       {"a two-descriptor chain",
        [&](PackedPair& p) {
          plain(p, 0);
@@ -337,11 +340,29 @@ TEST(Packed, PopBatchLeavesAnyUnusualLineToPop) {
          plain(p, 3);
        },
        Pop::chain},
-      {"an indirect table", [&](PackedPair& p) { plain(p, 0); plain(p, 1); plain(p, 2); p.set(3, p.buf(0), 16, 3, IND); },
+      {"an indirect table",
+       [&](PackedPair& p) {
+         plain(p, 0);
+         plain(p, 1);
+         plain(p, 2);
+         p.set(3, p.buf(0), 16, 3, IND);
+       },
        Pop::chain},
-      {"a writable buffer", [&](PackedPair& p) { plain(p, 0); plain(p, 1); p.set(2, p.buf(0), 64, 2, WR); plain(p, 3); },
+      {"a writable buffer",
+       [&](PackedPair& p) {
+         plain(p, 0);
+         plain(p, 1);
+         p.set(2, p.buf(0), 64, 2, WR);
+         plain(p, 3);
+       },
        Pop::chain},
-      {"a length below min", [&](PackedPair& p) { plain(p, 0); plain(p, 1); plain(p, 2); p.set(3, p.buf(0), 8, 3, 0); },
+      {"a length below min",
+       [&](PackedPair& p) {
+         plain(p, 0);
+         plain(p, 1);
+         plain(p, 2);
+         p.set(3, p.buf(0), 8, 3, 0);
+       },
        Pop::chain},
       {"an address outside guest memory",
        [&](PackedPair& p) {
@@ -444,8 +465,7 @@ const Hostile packed_cases[] = {
      }},
     {"address_outside", QueueError::bad_address, [](PackedPair& p) { p.set(0, 0x10, 64, 0, 0); }},
     {"address_overflow", QueueError::bad_address, [](PackedPair& p) { p.set(0, ~0ull - 3, 8, 0, 0); }},
-    {"indirect_bad_length", QueueError::indirect_bad_length,
-     [](PackedPair& p) { p.set(0, p.buf(0), 24, 0, IND); }},
+    {"indirect_bad_length", QueueError::indirect_bad_length, [](PackedPair& p) { p.set(0, p.buf(0), 24, 0, IND); }},
     {"indirect_larger_than_ring", QueueError::indirect_bad_length,
      [](PackedPair& p) { p.set(0, p.buf(0), 17 * 16, 0, IND); }},
     {"indirect_with_next", QueueError::indirect_with_next,

@@ -35,10 +35,10 @@ constexpr std::size_t split_used_bytes(std::uint32_t n) { return 6u + 8u * n; }
 // Where the three areas are, in our address space. Who writes: desc and avail the driver,
 // used the device.
 struct SplitRing {
-  std::uint32_t size = 0;           // power of two, <= 32768
-  SplitDesc* desc = nullptr;        // 16-byte aligned
-  std::uint16_t* avail = nullptr;   // [0] flags, [1] idx, [2, 2+size) ring, [2+size] used_event
-  std::uint16_t* used = nullptr;    // [0] flags, [1] idx, then UsedElem[size], then avail_event; 4-aligned
+  std::uint32_t size = 0;          // power of two, <= 32768
+  SplitDesc* desc = nullptr;       // 16-byte aligned
+  std::uint16_t* avail = nullptr;  // [0] flags, [1] idx, [2, 2+size) ring, [2+size] used_event
+  std::uint16_t* used = nullptr;   // [0] flags, [1] idx, then UsedElem[size], then avail_event; 4-aligned
 
   std::uint16_t* avail_idx() const noexcept { return avail + 1; }
   std::uint16_t* avail_ring() const noexcept { return avail + 2; }

@@ -48,7 +48,8 @@ class SplitDevice {
   // Takes the next available chain into `c` (validated, translated). Refusals are counted in
   // the QueueHealth and leave the queue broken.
   Pop pop(ChainT& c) noexcept {
-    if (health_->broken()) [[unlikely]] return Pop::broken;
+    if (health_->broken()) [[unlikely]]
+      return Pop::broken;
     if (last_avail_ == shadow_avail_) {
       // acquire: pairs with the driver's release store of avail->idx after it filled the ring.
       const std::uint16_t idx = __atomic_load_n(ring_.avail_idx(), __ATOMIC_ACQUIRE);
@@ -63,7 +64,8 @@ class SplitDevice {
       if (idx == last_avail_) return Pop::empty;
     }
     const std::uint16_t head = detail::load_once(&ring_.avail_ring()[last_avail_ & mask_]);
-    if (!walk(head, c)) [[unlikely]] return Pop::broken;
+    if (!walk(head, c)) [[unlikely]]
+      return Pop::broken;
     ++last_avail_;
     return Pop::chain;
   }

@@ -88,9 +88,15 @@ class SplitDriver {
    private:
     friend class SplitDriver;
     explicit Posts(SplitDriver& d) noexcept
-        : desc_(d.ring_.desc), avail_ring_(d.ring_.avail_ring()), links_(d.next_.data()),
-          chain_len_(d.chain_len_.data()), cookies_(d.cookie_.data()), free_(d.free_), mask_(d.mask_),
-          next_(InOrder ? d.next_desc_ : d.free_head_), avail_(d.avail_) {}
+        : desc_(d.ring_.desc),
+          avail_ring_(d.ring_.avail_ring()),
+          links_(d.next_.data()),
+          chain_len_(d.chain_len_.data()),
+          cookies_(d.cookie_.data()),
+          free_(d.free_),
+          mask_(d.mask_),
+          next_(InOrder ? d.next_desc_ : d.free_head_),
+          avail_(d.avail_) {}
     SplitDesc* desc_;
     std::uint16_t* avail_ring_;
     const std::uint16_t* links_;
@@ -140,7 +146,8 @@ class SplitDriver {
   // Takes up to `max` used chains: their cookies and the lengths the device wrote. A device that
   // returns an id we never posted, or moves used->idx too far, breaks the queue.
   std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {
-    if (health_->broken()) [[unlikely]] return 0;
+    if (health_->broken()) [[unlikely]]
+      return 0;
     // acquire: pairs with the device's release store of used->idx.
     const std::uint16_t used = __atomic_load_n(ring_.used_idx(), __ATOMIC_ACQUIRE);
     const std::uint16_t ready = static_cast<std::uint16_t>(used - last_used_);

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Split virtqueue: the driver and device engines against each other (chains, indirect tables,
 // index wrap, event suppression), then every kind of hostile descriptor the device must refuse.
-#include "ws/virtio/ring/split_device.hpp"
-#include "ws/virtio/ring/split_driver.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ws/virtio/ring/split_device.hpp"
+#include "ws/virtio/ring/split_driver.hpp"
 #include "ws/virtio/ring/test_memory.hpp"
 
 namespace ws::virtio {
@@ -479,8 +478,7 @@ const Hostile hostile_cases[] = {
        p.set(default_max_segments + 1, p.buf(0), 1, 0, 0);
        p.offer(0);
      }},
-    {"avail_index_jump", QueueError::avail_index_jump,
-     [](SplitPair& p) { *p.ring.avail_idx() = SplitPair::n + 1; }},
+    {"avail_index_jump", QueueError::avail_index_jump, [](SplitPair& p) { *p.ring.avail_idx() = SplitPair::n + 1; }},
     {"indirect_zero_length", QueueError::indirect_bad_length,
      [](SplitPair& p) {
        p.set(0, p.tm.guest(table(p, 1)), 0, IND, 0);

@@ -18,7 +18,8 @@ namespace ws::virtio::test {
 class TestMemory {
  public:
   static constexpr std::uint64_t guest_base = 0x40000000;
-  explicit TestMemory(std::size_t bytes) : size_(bytes), host_(static_cast<std::byte*>(std::aligned_alloc(4096, bytes))) {
+  explicit TestMemory(std::size_t bytes)
+      : size_(bytes), host_(static_cast<std::byte*>(std::aligned_alloc(4096, bytes))) {
     std::memset(host_.get(), 0, bytes);
     EXPECT_TRUE(mem_.add({guest_base, guest_base, bytes, host_.get()}));
   }
@@ -53,7 +54,8 @@ class GuardedBytes {
   explicit GuardedBytes(std::size_t bytes) : bytes_(bytes) {
     const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     mapped_ = (bytes + page - 1) / page * page + page;
-    base_ = static_cast<std::byte*>(::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    base_ =
+        static_cast<std::byte*>(::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     EXPECT_NE(base_, MAP_FAILED);
     EXPECT_EQ(::mprotect(base_ + mapped_ - page, page, PROT_NONE), 0);
   }

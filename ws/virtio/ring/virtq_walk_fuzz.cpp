@@ -78,7 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > region_bytes) std::memcpy(b.host.get(), data + region_bytes, std::min(size - region_bytes, region_bytes));
 
   GuestMemory mem;
-  if (!mem.add({guest_a, guest_a, region_bytes, a.host.get()}) || !mem.add({guest_b, guest_b, region_bytes, b.host.get()}))
+  if (!mem.add({guest_a, guest_a, region_bytes, a.host.get()}) ||
+      !mem.add({guest_b, guest_b, region_bytes, b.host.get()}))
     std::abort();
   QueueHealth health;
   if (packed) {

@@ -16,7 +16,7 @@ namespace ws::virtio {
 // Descriptor flags (virtio 1.2 §2.7.5 split, §2.8.1 packed).
 namespace desc_flag {
 inline constexpr std::uint16_t next = 1;
-inline constexpr std::uint16_t write = 2;     // device writes (RX buffer)
+inline constexpr std::uint16_t write = 2;  // device writes (RX buffer)
 inline constexpr std::uint16_t indirect = 4;
 inline constexpr std::uint16_t avail = 1 << 7;  // packed only
 inline constexpr std::uint16_t used = 1 << 15;  // packed only
@@ -131,10 +131,10 @@ struct Segment {
 // Every segment was copied from guest memory once, validated, and translated (double fetch safe).
 template <std::size_t MaxSegments>
 struct Chain {
-  std::uint16_t id = 0;          // split: head index; packed: buffer id
-  std::uint16_t ring_descs = 0;  // descriptors the chain used in the ring (packed: used skip)
-  std::uint16_t readable = 0;    // segments [0, readable) are device-readable
-  std::uint16_t segments = 0;    // segments [readable, segments) are device-writable
+  std::uint16_t id = 0;              // split: head index; packed: buffer id
+  std::uint16_t ring_descs = 0;      // descriptors the chain used in the ring (packed: used skip)
+  std::uint16_t readable = 0;        // segments [0, readable) are device-readable
+  std::uint16_t segments = 0;        // segments [readable, segments) are device-writable
   std::uint64_t readable_bytes = 0;  // up to 64 segments of 4 GiB: no overflow
   std::uint64_t writable_bytes = 0;
   std::array<Segment, MaxSegments> seg;

@@ -2,11 +2,11 @@
 // virtio PCI modern transport: capabilities, BARs, status, features, queues.
 #include "ws/virtio/transport/pci.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "ws/virtio/features.hpp"
 
@@ -17,10 +17,10 @@ namespace {
 // sets it to no vector, which a polling driver keeps.
 namespace common {
 inline constexpr std::size_t device_feature_select = 0, device_feature = 4, driver_feature_select = 8,
-                             driver_feature = 12, msix_config [[maybe_unused]] = 16, num_queues = 18, device_status = 20,
-                             config_generation = 21, queue_select = 22, queue_size = 24, queue_msix_vector = 26,
-                             queue_enable = 28, queue_notify_off = 30, queue_desc = 32, queue_driver = 40,
-                             queue_device = 48, bytes = 56;
+                             driver_feature = 12, msix_config [[maybe_unused]] = 16, num_queues = 18,
+                             device_status = 20, config_generation = 21, queue_select = 22, queue_size = 24,
+                             queue_msix_vector = 26, queue_enable = 28, queue_notify_off = 30, queue_desc = 32,
+                             queue_driver = 40, queue_device = 48, bytes = 56;
 }  // namespace common
 inline constexpr std::uint16_t no_vector = 0xffff;  // VIRTIO_MSI_NO_VECTOR
 
@@ -41,7 +41,8 @@ Result<PciLayout> parse_virtio_caps(const std::vector<std::uint8_t>& config, std
     if (c.offset + 16u > config.size())
       return fail("PCI device {}: virtio capability at {:#x} runs past the config space", who, c.offset);
     const std::uint8_t len = config[c.offset + 2u], type = config[c.offset + 3u], bar = config[c.offset + 4u];
-    if (len < 16) return fail("PCI device {}: virtio capability at {:#x} is {} bytes, less than 16", who, c.offset, len);
+    if (len < 16)
+      return fail("PCI device {}: virtio capability at {:#x} is {} bytes, less than 16", who, c.offset, len);
     PciCapRegion r{bar, le32(config, c.offset + 8u), le32(config, c.offset + 12u), true};
     PciCapRegion* slot = type == pci_cap::common   ? &l.common
                          : type == pci_cap::notify ? &l.notify
@@ -58,9 +59,13 @@ Result<PciLayout> parse_virtio_caps(const std::vector<std::uint8_t>& config, std
     *slot = r;
   }
   if (!l.common.present || !l.notify.present || !l.device.present)
-    return fail("PCI device {}: no virtio 1.x {} capability: not a modern virtio device (a legacy-only device, "
-                "or QEMU's virtio-net-pci with disable-modern=on, is not supported)",
-                who, !l.common.present ? "common configuration" : !l.notify.present ? "notify" : "device configuration");
+    return fail(
+        "PCI device {}: no virtio 1.x {} capability: not a modern virtio device (a legacy-only device, "
+        "or QEMU's virtio-net-pci with disable-modern=on, is not supported)",
+        who,
+        !l.common.present   ? "common configuration"
+        : !l.notify.present ? "notify"
+                            : "device configuration");
   if (l.common.length < common::bytes)
     return fail("PCI device {}: the common configuration is {} bytes; virtio 1.0 gives it {}", who, l.common.length,
                 common::bytes);
@@ -148,8 +153,8 @@ Result<volatile std::uint16_t*> PciTransport::setup_queue(std::uint16_t q, std::
     common_write<std::uint32_t>(off, static_cast<std::uint32_t>(v));
     common_write<std::uint32_t>(off + 4, static_cast<std::uint32_t>(v >> 32));
   }
-  const std::uint64_t at = std::uint64_t{common_read<std::uint16_t>(common::queue_notify_off)} *
-                           layout_.notify_off_multiplier;
+  const std::uint64_t at =
+      std::uint64_t{common_read<std::uint16_t>(common::queue_notify_off)} * layout_.notify_off_multiplier;
   if (at + 2 > layout_.notify.length)
     return fail("PCI device {}: queue {}'s notify address (offset {:#x}) is outside the notify structure ({} bytes)",
                 name_, q, at, layout_.notify.length);
@@ -164,7 +169,8 @@ Result<void> PciTransport::read_device_config(std::size_t offset, void* out, std
   for (int attempt = 0; attempt < 100; ++attempt) {
     const std::uint8_t before = common_read<std::uint8_t>(common::config_generation);
     auto* dst = static_cast<std::uint8_t*>(out);
-    for (std::size_t i = 0; i < len; ++i) dst[i] = *reinterpret_cast<const volatile std::uint8_t*>(device_cfg_ + offset + i);
+    for (std::size_t i = 0; i < len; ++i)
+      dst[i] = *reinterpret_cast<const volatile std::uint8_t*>(device_cfg_ + offset + i);
     if (common_read<std::uint8_t>(common::config_generation) == before) return {};
   }
   return fail("PCI device {}: the device configuration kept changing while read", name_);

@@ -108,7 +108,7 @@ Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
     const std::uint64_t end = d.mmap_offset + d.size;  // decode checked the sum
     // A region beyond the end of its file would fault (SIGBUS) when the data path touches it.
     // (fstat cannot block here: check_fds let only tmpfs and hugetlbfs files through.)
-    struct stat st {};
+    struct stat st{};
     if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < end) {
       close_fd(fd);
       undo();
@@ -136,7 +136,8 @@ Result<void> VhostBackend::set_mem_table(const MemTable& t, FdSet& fds) {
       return with_context(guard.error(), options_.name + ": SET_MEM_TABLE");
     }
     maps.push_back({base, map_len, std::move(*guard)});
-    auto added = next.add({d.guest_addr, d.user_addr, d.size, static_cast<std::byte*>(base) + (d.mmap_offset - map_off)});
+    auto added =
+        next.add({d.guest_addr, d.user_addr, d.size, static_cast<std::byte*>(base) + (d.mmap_offset - map_off)});
     if (!added) {
       undo();
       return with_context(added.error(), options_.name + ": SET_MEM_TABLE");
@@ -371,9 +372,9 @@ Result<bool> VhostBackend::apply(const Message& msg, FdSet& fds, Message& reply)
       auto i = ring_index(msg, u64 & vring_index_mask);
       if (!i) return std::unexpected(i.error());
       VringSetup& r = rings_[*i];
-      int& slot = msg.request() == Request::set_vring_kick ? r.kick_fd
+      int& slot = msg.request() == Request::set_vring_kick   ? r.kick_fd
                   : msg.request() == Request::set_vring_call ? r.call_fd
-                                                              : r.err_fd;
+                                                             : r.err_fd;
       close_fd(slot);
       slot = (u64 & vring_nofd) ? -1 : fds.take(0);
       if (msg.request() == Request::set_vring_call && listener_ != nullptr) listener_->ring_call_changed(*i, slot);

@@ -28,8 +28,8 @@ struct VringSetup {
   int err_fd = -1;
   bool kick_set = false;  // SET_VRING_KICK seen (with an fd, or none: polling)
   bool enabled = false;
-  bool started = false;   // addresses translated: at SET_VRING_KICK once the ring is set up
-  bool fresh = true;      // not started since the device was reset (connection, RESET_OWNER, status 0)
+  bool started = false;  // addresses translated: at SET_VRING_KICK once the ring is set up
+  bool fresh = true;     // not started since the device was reset (connection, RESET_OWNER, status 0)
   std::byte* desc = nullptr;
   std::byte* avail = nullptr;  // packed: driver event area
   std::byte* used = nullptr;   // packed: device event area

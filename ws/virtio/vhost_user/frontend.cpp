@@ -119,8 +119,8 @@ Result<void> VhostFrontend::negotiate(bool reconnecting) {
 Result<void> VhostFrontend::choose_features(std::uint64_t offered, bool reconnecting) {
   if (reconnecting) {
     if ((features_ & ~offered) != 0)
-      return fail("device '{}': the reconnected backend offers {:#x}, without {:#x} that the rings run with",
-                  c_.name, offered, features_ & ~offered);
+      return fail("device '{}': the reconnected backend offers {:#x}, without {:#x} that the rings run with", c_.name,
+                  offered, features_ & ~offered);
     return {};
   }
   features_ = (c_.wanted | bit(feature::version_1)) & offered;
@@ -172,8 +172,10 @@ Result<void> VhostFrontend::setup_device(const Arena& arena, std::span<QueueComm
   for (std::uint32_t r = 0; r < rings; ++r) {
     const RingArea& a = areas[r];
     // acquire: pairs with the old backend's release store of used->idx.
-    const std::uint16_t base =
-        packed ? 0x8000 : resume ? __atomic_load_n(reinterpret_cast<std::uint16_t*>(a.device) + 1, __ATOMIC_ACQUIRE) : 0;
+    const std::uint16_t base = packed ? 0x8000
+                               : resume
+                                   ? __atomic_load_n(reinterpret_cast<std::uint16_t*>(a.device) + 1, __ATOMIC_ACQUIRE)
+                                   : 0;
     if (auto ok = send_state(vu::Request::set_vring_num, r, c_.queue_size); !ok) return ok;
     if (auto ok = send_state(vu::Request::set_vring_base, r, base); !ok) return ok;
     vu::Message addr;

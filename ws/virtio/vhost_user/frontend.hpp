@@ -30,12 +30,12 @@ struct VhostUserHotPath {
 };
 
 struct FrontendConfig {
-  std::string name;               // the device, for messages
-  std::string path;               // the unix socket
-  bool server = false;            // listen on path and wait for the backend
+  std::string name;     // the device, for messages
+  std::string path;     // the unix socket
+  bool server = false;  // listen on path and wait for the backend
   std::uint16_t queue_pairs = 1;
   std::uint32_t queue_size = 256;
-  std::uint64_t wanted = 0;       // features taken when offered (VERSION_1 is required)
+  std::uint64_t wanted = 0;  // features taken when offered (VERSION_1 is required)
 };
 
 class VhostFrontend {
@@ -58,8 +58,8 @@ class VhostFrontend {
   // fd, enable, DRIVER_OK. `queues[r]` gets its notification target (our Notifier) and index.
   // `resume`: the rings are running (a backend came back): same eventfds, and each split ring
   // resumes at its used index; packed rings were reset by the caller and start at 0x8000.
-  Result<void> setup_device(const Arena& arena, std::span<QueueCommon* const> queues,
-                            std::span<const RingArea> areas, bool resume);
+  Result<void> setup_device(const Arena& arena, std::span<QueueCommon* const> queues, std::span<const RingArea> areas,
+                            bool resume);
   // DPDK's order: disable every ring, then GET_VRING_BASE for each (it stops the backend's
   // ring), status 0; the eventfds are closed and the notifier forgets them.
   void stop_device(std::uint32_t rings);

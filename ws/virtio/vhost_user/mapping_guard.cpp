@@ -31,7 +31,7 @@ std::mutex table_mutex;  // claims and releases (control path)
 // or the release waits for the handler (the Dekker pattern, as BurstGate).
 std::atomic<int> in_handler{0};
 std::atomic<std::size_t> replaced_count{0};
-struct sigaction previous {};
+struct sigaction previous{};
 bool installed = false;
 
 // Replaces the guarded mapping that holds `addr` with private zero pages; false when no guarded
@@ -48,7 +48,8 @@ bool replace_guarded(std::uintptr_t addr) noexcept {
     void* p = ::mmap(reinterpret_cast<void*>(base), len, PROT_READ | PROT_WRITE,
                      MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
-      if (std::atomic<bool>* lost = e.lost.load(std::memory_order_relaxed)) lost->store(true, std::memory_order_release);
+      if (std::atomic<bool>* lost = e.lost.load(std::memory_order_relaxed))
+        lost->store(true, std::memory_order_release);
       replaced_count.fetch_add(1, std::memory_order_relaxed);
       done = true;
     }
@@ -69,7 +70,7 @@ void pass_on(int sig, siginfo_t* info, void* context, bool fault) {
   }
   // Default action: restore it. A fault recurs when we return and the process dies of it; a sent
   // signal does not recur, so it is raised again (SA_NODEFER: it is not blocked here).
-  struct sigaction dfl {};
+  struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   ::sigaction(SIGBUS, &dfl, nullptr);
@@ -96,11 +97,12 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
 
 Result<void> install() {  // table_mutex held
   if (installed) return {};
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_sigaction = &on_sigbus;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;  // NODEFER: a second guarded fault inside this handler
   sigemptyset(&sa.sa_mask);
-  if (::sigaction(SIGBUS, &sa, &previous) != 0) return fail("cannot install the SIGBUS handler: {}", std::strerror(errno));
+  if (::sigaction(SIGBUS, &sa, &previous) != 0)
+    return fail("cannot install the SIGBUS handler: {}", std::strerror(errno));
   installed = true;
   return {};
 }

@@ -68,7 +68,7 @@ TEST(MappingGuard, AFileShrunkUnderAGuardedMappingReadsZerosAndTellsTheOwner) {
     ASSERT_TRUE(g.has_value()) << g.error().message;
     EXPECT_EQ(read_byte(f.map + mib / 2), std::byte{7});
     ASSERT_EQ(::ftruncate(f.fd, 0), 0);  // what a frontend may do to the memfd it shared
-    errno_before_fault(EAGAIN);  // as if the fault came between a failed call and its check of errno
+    errno_before_fault(EAGAIN);          // as if the fault came between a failed call and its check of errno
     EXPECT_EQ(read_byte(f.map + mib / 2), std::byte{0}) << "the fault was caught, the page reads zero";
     EXPECT_EQ(errno_after_fault(), EAGAIN) << "the handler keeps errno";
     EXPECT_TRUE(lost.load());
@@ -138,7 +138,7 @@ std::atomic<int> previous_calls{0};
 std::atomic<int> previous_code{0};
 std::atomic<int> previous_errno{0};
 const char* install_previous(void (*fn)(int, siginfo_t*, void*)) {
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_sigaction = fn;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
@@ -157,7 +157,7 @@ int send_forged_sigbus(int code, void* addr) {
 
 TEST(MappingGuard, AForgedSigbusNamingAGuardedAddressLeavesTheMappingAlone) {
   in_fresh_child([]() -> const char* {
-    if (const char* e = install_previous([](int, siginfo_t* info, void*) {
+    if (const char *e = install_previous([](int, siginfo_t* info, void*) {
           previous_calls.fetch_add(1);
           previous_code.store(info->si_code);
         }))
@@ -213,7 +213,7 @@ TEST(MappingGuard, AForgedSigbusTakesTheDefaultActionAsWithoutTheGuard) {
 // interrupted code sees the errno of the failed mmap.
 TEST(MappingGuard, ErrnoIsKeptWhenTheReplacementFailsAndTheFaultIsPassedOn) {
   in_fresh_child([]() -> const char* {
-    if (const char* e = install_previous([](int, siginfo_t* info, void*) {
+    if (const char *e = install_previous([](int, siginfo_t* info, void*) {
           previous_errno.store(errno);
           const auto page = reinterpret_cast<std::uintptr_t>(info->si_addr) & ~std::uintptr_t{4095};
           ::mmap(reinterpret_cast<void*>(page), 4096, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,

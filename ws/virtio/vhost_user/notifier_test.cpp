@@ -139,7 +139,7 @@ TEST(Notifier, APeerRacingTheWriteCannotHangTheSignallerOrTheDestructor) {
     auto flip = [&] {
       ::fcntl(efd, F_SETFL, O_NONBLOCK);
       std::uint64_t v;
-      [[maybe_unused]] auto r = ::read(efd, &v, sizeof v);                 // to 0
+      [[maybe_unused]] auto r = ::read(efd, &v, sizeof v);                      // to 0
       const bool full = ::write(efd, &almost, sizeof almost) == sizeof almost;  // to full
       ::fcntl(efd, F_SETFL, 0);
       return full;

@@ -55,8 +55,8 @@ FdType fd_type(int fd) {
   } else if (::fcntl(fd, F_GET_SEALS) >= 0) {
     // A tmpfs or hugetlbfs file (the seal calls fail on every other file, and on directories
     // only when not on tmpfs): fstat and fstatfs are answered from memory there.
-    struct stat st {};
-    struct statfs fs {};
+    struct stat st{};
+    struct statfs fs{};
     const bool shm = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::fstatfs(fd, &fs) == 0 &&
                      (fs.f_type == TMPFS_MAGIC || fs.f_type == HUGETLBFS_MAGIC);
     if (shm) t.kind = FdKind::shared_memory;

@@ -19,28 +19,50 @@ namespace ws::virtio::vhost_user {
 
 std::string_view request_name(std::uint32_t request) noexcept {
   switch (static_cast<Request>(request)) {
-    case Request::get_features: return "GET_FEATURES";
-    case Request::set_features: return "SET_FEATURES";
-    case Request::set_owner: return "SET_OWNER";
-    case Request::reset_owner: return "RESET_OWNER";
-    case Request::set_mem_table: return "SET_MEM_TABLE";
-    case Request::set_log_base: return "SET_LOG_BASE";
-    case Request::set_log_fd: return "SET_LOG_FD";
-    case Request::set_vring_num: return "SET_VRING_NUM";
-    case Request::set_vring_addr: return "SET_VRING_ADDR";
-    case Request::set_vring_base: return "SET_VRING_BASE";
-    case Request::get_vring_base: return "GET_VRING_BASE";
-    case Request::set_vring_kick: return "SET_VRING_KICK";
-    case Request::set_vring_call: return "SET_VRING_CALL";
-    case Request::set_vring_err: return "SET_VRING_ERR";
-    case Request::get_protocol_features: return "GET_PROTOCOL_FEATURES";
-    case Request::set_protocol_features: return "SET_PROTOCOL_FEATURES";
-    case Request::get_queue_num: return "GET_QUEUE_NUM";
-    case Request::set_vring_enable: return "SET_VRING_ENABLE";
-    case Request::send_rarp: return "SEND_RARP";
-    case Request::net_set_mtu: return "NET_SET_MTU";
-    case Request::set_status: return "SET_STATUS";
-    case Request::get_status: return "GET_STATUS";
+    case Request::get_features:
+      return "GET_FEATURES";
+    case Request::set_features:
+      return "SET_FEATURES";
+    case Request::set_owner:
+      return "SET_OWNER";
+    case Request::reset_owner:
+      return "RESET_OWNER";
+    case Request::set_mem_table:
+      return "SET_MEM_TABLE";
+    case Request::set_log_base:
+      return "SET_LOG_BASE";
+    case Request::set_log_fd:
+      return "SET_LOG_FD";
+    case Request::set_vring_num:
+      return "SET_VRING_NUM";
+    case Request::set_vring_addr:
+      return "SET_VRING_ADDR";
+    case Request::set_vring_base:
+      return "SET_VRING_BASE";
+    case Request::get_vring_base:
+      return "GET_VRING_BASE";
+    case Request::set_vring_kick:
+      return "SET_VRING_KICK";
+    case Request::set_vring_call:
+      return "SET_VRING_CALL";
+    case Request::set_vring_err:
+      return "SET_VRING_ERR";
+    case Request::get_protocol_features:
+      return "GET_PROTOCOL_FEATURES";
+    case Request::set_protocol_features:
+      return "SET_PROTOCOL_FEATURES";
+    case Request::get_queue_num:
+      return "GET_QUEUE_NUM";
+    case Request::set_vring_enable:
+      return "SET_VRING_ENABLE";
+    case Request::send_rarp:
+      return "SEND_RARP";
+    case Request::net_set_mtu:
+      return "NET_SET_MTU";
+    case Request::set_status:
+      return "SET_STATUS";
+    case Request::get_status:
+      return "GET_STATUS";
   }
   return "unknown";
 }
@@ -114,11 +136,14 @@ namespace {
 
 std::size_t expected_fds(const Message& m) {
   switch (m.request()) {
-    case Request::set_mem_table: return m.payload.mem.count;
+    case Request::set_mem_table:
+      return m.payload.mem.count;
     case Request::set_vring_kick:
     case Request::set_vring_call:
-    case Request::set_vring_err: return (m.payload.u64 & vring_nofd) ? 0 : 1;
-    default: return 0;
+    case Request::set_vring_err:
+      return (m.payload.u64 & vring_nofd) ? 0 : 1;
+    default:
+      return 0;
   }
 }
 
@@ -259,8 +284,7 @@ Result<void> recv_exact(int sock, std::byte* buf, std::size_t len, FdSet* fds, C
     if (!n) return std::unexpected(n.error());
     got += *n;
     if (*n == 0 && !wait_for(sock, POLLIN, deadline))
-      return fail("vhost-user {}: the peer sent {} of {} bytes and then nothing for too long; closing", what, got,
-                  len);
+      return fail("vhost-user {}: the peer sent {} of {} bytes and then nothing for too long; closing", what, got, len);
   }
   return {};
 }
@@ -318,8 +342,8 @@ Result<std::optional<Message>> MessageReader::read(int sock) {
     if (got_ == sizeof(Header)) {
       std::memcpy(&h, buf_.data(), sizeof h);
       if (h.size > max_payload)
-        return refuse({fmt::format("vhost-user {}: payload {} bytes, at most {}", request_name(h.request), h.size,
-                                   max_payload)});
+        return refuse(
+            {fmt::format("vhost-user {}: payload {} bytes, at most {}", request_name(h.request), h.size, max_payload)});
     }
   }
 }
@@ -350,7 +374,8 @@ Result<Message> recv_reply(int sock, Request request, std::uint32_t size, int ti
 Result<void> send_message(int sock, const Message& msg, std::span<const int> fds, int timeout_ms) {
   const auto name = request_name(msg.header.request);
   if (fds.size() > max_fds) return fail("vhost-user {}: {} fds, at most {}", name, fds.size(), max_fds);
-  if (msg.header.size > max_payload) return fail("vhost-user {}: payload {} bytes, at most {}", name, msg.header.size, max_payload);
+  if (msg.header.size > max_payload)
+    return fail("vhost-user {}: payload {} bytes, at most {}", name, msg.header.size, max_payload);
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::array<std::byte, sizeof(Header) + max_payload> buf;
   std::memcpy(buf.data(), &msg.header, sizeof(Header));
@@ -380,8 +405,7 @@ Result<void> send_message(int sock, const Message& msg, std::span<const int> fds
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno != EAGAIN) return fail("vhost-user {}: sendmsg: {}", name, std::strerror(errno));
     if (!wait_for(sock, POLLOUT, deadline))
-      return fail("vhost-user {}: the peer does not read what we send ({} of {} bytes sent); closing", name, sent,
-                  len);
+      return fail("vhost-user {}: the peer does not read what we send ({} of {} bytes sent); closing", name, sent, len);
   }
   return {};
 }
@@ -392,9 +416,8 @@ Result<int> listen_unix(const std::string& path) {
   if (temp.size() >= sizeof(addr.sun_path))
     return fail("socket path '{}' is too long: {} bytes at most here", path,
                 sizeof(addr.sun_path) - 1 - (temp.size() - path.size()));
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode))
-    return fail("'{}' exists and is not a socket", path);
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) return fail("'{}' exists and is not a socket", path);
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, temp.c_str(), temp.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

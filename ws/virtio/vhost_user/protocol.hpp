@@ -59,7 +59,7 @@ inline constexpr unsigned status = 16;
 inline constexpr std::uint32_t flag_version = 1;  // bits 0-1
 inline constexpr std::uint32_t flag_reply = 1u << 2;
 inline constexpr std::uint32_t flag_need_reply = 1u << 3;
-inline constexpr std::uint64_t vring_index_mask = 0xff;   // SET_VRING_KICK/CALL/ERR payload
+inline constexpr std::uint64_t vring_index_mask = 0xff;  // SET_VRING_KICK/CALL/ERR payload
 inline constexpr std::uint64_t vring_nofd = 1u << 8;
 
 struct Header {
@@ -112,8 +112,8 @@ class FdSet {
   FdSet(const FdSet&) = delete;
   FdSet& operator=(const FdSet&) = delete;
   ~FdSet() { close_all(); }
-  bool push(int fd) noexcept;           // false (and fd closed) when full
-  int take(std::size_t i) noexcept;      // ownership moves to the caller; -1 if absent
+  bool push(int fd) noexcept;        // false (and fd closed) when full
+  int take(std::size_t i) noexcept;  // ownership moves to the caller; -1 if absent
   int at(std::size_t i) const noexcept { return i < count_ ? fds_[i] : -1; }  // still owned here
   std::size_t size() const noexcept { return count_; }
   void close_all() noexcept;
@@ -185,8 +185,7 @@ class MessageReader {
 // Frontend side: reads the reply to `request` (REPLY flag, payload exactly `size` bytes, no fds).
 Result<Message> recv_reply(int sock, Request request, std::uint32_t size, int timeout_ms = io_timeout_ms);
 // Sends header + payload (header.size bytes) with `fds` attached.
-Result<void> send_message(int sock, const Message& msg, std::span<const int> fds = {},
-                          int timeout_ms = io_timeout_ms);
+Result<void> send_message(int sock, const Message& msg, std::span<const int> fds = {}, int timeout_ms = io_timeout_ms);
 
 // The server side's socket: listening at `path`, which appears only once it accepts connections
 // (bound under a temporary name beside it, then renamed into place), so a peer that waits for the

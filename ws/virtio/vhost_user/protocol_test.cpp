@@ -291,8 +291,8 @@ class Backend : public ::testing::Test {
     ASSERT_TRUE(send(Request::get_features));
     EXPECT_EQ(reply.payload.u64, backend_offered);
     ASSERT_TRUE(send(Request::get_protocol_features));
-    ASSERT_TRUE(send_u64(Request::set_protocol_features,
-                         bit(protocol::mq) | bit(protocol::reply_ack) | bit(protocol::status)));
+    ASSERT_TRUE(
+        send_u64(Request::set_protocol_features, bit(protocol::mq) | bit(protocol::reply_ack) | bit(protocol::status)));
     auto st = send(Request::set_status, flag_need_reply, &features, 0);  // size 0: refused
     EXPECT_FALSE(st);
     const std::uint64_t s = status::acknowledge | status::driver;
@@ -356,8 +356,7 @@ TEST_F(Backend, PackedRingBaseInQemusFormat) {
   EXPECT_EQ(be.ring(0).base, 5u);
   auto beyond = send_state(Request::set_vring_base, 0, 0x01000005u);
   ASSERT_FALSE(beyond) << "used index 256 on a ring of 256";
-  EXPECT_NE(beyond.error().message.find("index 256 beyond ring size 256"), std::string::npos)
-      << beyond.error().message;
+  EXPECT_NE(beyond.error().message.find("index 256 beyond ring size 256"), std::string::npos) << beyond.error().message;
   ASSERT_TRUE(send_state(Request::get_vring_base, 0, 0));
   EXPECT_EQ(reply.payload.state.num, 0x00050005u) << "used = avail, in QEMU's format";
   ASSERT_TRUE(send_u64(Request::set_features, bit(feature::version_1)));
