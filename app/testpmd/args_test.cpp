@@ -291,7 +291,7 @@ TEST(AppArgs, FlagsTakeNoValue) {
 
 // A command line for each option: parse_app_args accepts it (honoured, accepted) or refuses it
 // naming what is missing (refused). An option added to the table without a line here fails.
-const std::map<std::string_view, std::vector<std::string>>& app_samples() {
+const std::map<std::string_view, std::vector<std::string>>& app_sample_table() {
   static const std::map<std::string_view, std::vector<std::string>> samples = {
       {"--interactive", {"--interactive"}},
       {"-i", {"-i"}},
@@ -407,8 +407,8 @@ const std::map<std::string_view, std::vector<std::string>>& app_samples() {
 
 TEST(AppArgs, EveryOptionIsTakenAsItsStatusSays) {
   for (const OptionDoc& d : app_option_docs()) {
-    const auto it = app_samples().find(d.name);
-    ASSERT_NE(it, app_samples().end()) << d.name << " has no sample command line in this test";
+    const auto it = app_sample_table().find(d.name);
+    ASSERT_NE(it, app_sample_table().end()) << d.name << " has no sample command line in this test";
     if (it->second.empty()) continue;
     auto r = parse_app_args(it->second);
     if (d.status == OptionStatus::refused) {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,10 +88,13 @@ int run(Testpmd& tp) {
   return 0;
 }
 
-}  // namespace
+// The command line split at "--": EAL options before, testpmd's own after.
+struct Args {
+  std::vector<std::string> eal, app;
+};
 
-int main(int argc, char** argv) {
-  std::vector<std::string> eal_args, app_args;
+Args split_args(int argc, char** argv) {
+  Args args;
   bool after = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -98,65 +102,68 @@ int main(int argc, char** argv) {
       after = true;
       continue;
     }
-    (after ? app_args : eal_args).push_back(std::move(a));
+    (after ? args.app : args.eal).push_back(std::move(a));
   }
-  // -h/--help, before anything else is checked: a newcomer's first command must work.
-  const auto asks_help = [](const std::vector<std::string>& args, bool short_too) {
-    return std::any_of(args.begin(), args.end(),
+  return args;
+}
+
+bool asks_help(const Args& args) {
+  const auto has = [](const std::vector<std::string>& v, bool short_too) {
+    return std::any_of(v.begin(), v.end(),
                        [&](const std::string& a) { return a == "--help" || (short_too && a == "-h"); });
   };
-  if (asks_help(eal_args, true) || asks_help(app_args, false)) {
-    std::printf("\nUsage: %s [EAL options] -- [testpmd options]\n\n%s\n%s", argv[0], eal_usage().c_str(),
-                app_usage().c_str());
-    return 0;
-  }
-  auto eal = parse_eal_args(eal_args);
-  if (!eal) return usage_error(eal.error().message);
-  auto app = parse_app_args(app_args);
-  if (!app) return usage_error(app.error().message);
-  // As dpdk-testpmd: --mlockall locks every page now and later, so that no page fault stalls an
-  // lcore; a failure (RLIMIT_MEMLOCK) is only a warning.
-  if (app->mlockall && mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
-    std::fprintf(stderr, "Warning: mlockall() failed with error \"%s\"\n", std::strerror(errno));
-  // Without SA_RESTART (which std::signal implies on glibc): the signal must interrupt the
-  // prompt's blocking read of stdin, or -i would ignore Ctrl-C until the next line.
+  return has(args.eal, true) || has(args.app, false);
+}
+
+// Without SA_RESTART (which std::signal implies on glibc): the signal must interrupt the
+// prompt's blocking read of stdin, or -i would ignore Ctrl-C until the next line.
+void catch_stop_signals() {
   struct sigaction on_stop{};
   on_stop.sa_handler = on_signal;
   sigemptyset(&on_stop.sa_mask);
   sigaction(SIGINT, &on_stop, nullptr);
   sigaction(SIGTERM, &on_stop, nullptr);
-  std::printf("TSC frequency: %llu Hz\n", static_cast<unsigned long long>(tsc_hz()));
-  auto tp = Testpmd::create(std::move(*eal), std::move(*app));
-  if (!tp) return usage_error(tp.error().message);
+}
+
+// What serves the running testpmd besides the prompt: telemetry, Prometheus metrics and the
+// captures asked for on the command line. Destroyed before the ports stop: they read them.
+struct Servers {
   std::unique_ptr<TelemetryServer> telemetry;
-  if ((*tp)->eal().telemetry) {
+  std::unique_ptr<MetricsServer> metrics;
+};
+
+Result<Servers> start_servers(Testpmd& tp, const char* argv0, const Args& args) {
+  Servers s;
+  if (tp.eal().telemetry) {
     // As DPDK's /eal/params: argv[0] and the EAL options; /eal/app_params: what follows "--".
-    std::vector<std::string> eal_params = {argv[0]};
-    eal_params.insert(eal_params.end(), eal_args.begin(), eal_args.end());
-    auto t = TelemetryServer::start(**tp, std::move(eal_params), app_args);
+    std::vector<std::string> eal_params = {argv0};
+    eal_params.insert(eal_params.end(), args.eal.begin(), args.eal.end());
+    auto t = TelemetryServer::start(tp, std::move(eal_params), args.app);
     if (t)
-      telemetry = std::move(*t);
+      s.telemetry = std::move(*t);
     else
       log(LogLevel::warning, "{} (running without telemetry)", t.error().message);
   }
-  for (const auto& spec : (*tp)->app().captures)
-    if (auto ok = start_capture_option(**tp, spec); !ok) return usage_error(ok.error().message);
-  std::unique_ptr<MetricsServer> metrics;
-  if (!(*tp)->app().metrics_addr.empty()) {
-    auto m = MetricsServer::start(**tp, (*tp)->app().metrics_addr);
-    if (!m) return usage_error(m.error().message);
-    metrics = std::move(*m);
-    const std::string& addr = (*tp)->app().metrics_addr;
+  for (const auto& spec : tp.app().captures)
+    if (auto ok = start_capture_option(tp, spec); !ok) return std::unexpected(ok.error());
+  const std::string& addr = tp.app().metrics_addr;
+  if (!addr.empty()) {
+    auto m = MetricsServer::start(tp, addr);
+    if (!m) return std::unexpected(m.error());
+    s.metrics = std::move(*m);
     std::printf("Prometheus metrics on http://%s:%u/metrics\n", addr.substr(0, addr.rfind(':')).c_str(),
-                metrics->port());
+                s.metrics->port());
   }
-  const int rc = run(**tp);
-  metrics.reset();
-  telemetry.reset();  // before the ports stop: they read them
-  (*tp)->stop_forwarding();
-  const auto audit = (*tp)->shutdown();
+  return s;
+}
+
+// Stops forwarding and the ports, then reports what dpdk-testpmd cannot: the pool audit and the
+// accounting identity. Returns the exit code.
+int finish(Testpmd& tp, int rc) {
+  tp.stop_forwarding();
+  const auto audit = tp.shutdown();
   if (!audit) std::fprintf(stderr, "wirespeed-testpmd: error: %s\n", audit.error().message.c_str());
-  const FwdTotals totals = (*tp)->totals();
+  const FwdTotals totals = tp.totals();
   if (!accounting_exact(totals))
     std::fprintf(stderr,
                  "wirespeed-testpmd: error: accounting mismatch: rx %llu + generated %llu != tx %llu + dropped %llu + "
@@ -164,10 +171,41 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(totals.rx), static_cast<unsigned long long>(totals.generated),
                  static_cast<unsigned long long>(totals.tx), static_cast<unsigned long long>(totals.dropped),
                  static_cast<unsigned long long>(totals.consumed));
-  if (!(*tp)->app().summary_json.empty()) {
-    if (auto ok = write_summary(**tp, (*tp)->app().summary_json, audit.has_value()); !ok)
+  if (!tp.app().summary_json.empty()) {
+    if (auto ok = write_summary(tp, tp.app().summary_json, audit.has_value()); !ok)
       std::fprintf(stderr, "wirespeed-testpmd: error: %s\n", ok.error().message.c_str());
   }
   if (rc != 0) return rc;
   return audit && accounting_exact(totals) ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = split_args(argc, argv);
+  // -h/--help, before anything else is checked: a newcomer's first command must work.
+  if (asks_help(args)) {
+    std::printf("\nUsage: %s [EAL options] -- [testpmd options]\n\n%s\n%s", argv[0], eal_usage().c_str(),
+                app_usage().c_str());
+    return 0;
+  }
+  auto eal = parse_eal_args(args.eal);
+  if (!eal) return usage_error(eal.error().message);
+  auto app = parse_app_args(args.app);
+  if (!app) return usage_error(app.error().message);
+  // As dpdk-testpmd: --mlockall locks every page now and later, so that no page fault stalls an
+  // lcore; a failure (RLIMIT_MEMLOCK) is only a warning.
+  if (app->mlockall && mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+    std::fprintf(stderr, "Warning: mlockall() failed with error \"%s\"\n", std::strerror(errno));
+  catch_stop_signals();
+  std::printf("TSC frequency: %llu Hz\n", static_cast<unsigned long long>(tsc_hz()));
+  auto tp = Testpmd::create(std::move(*eal), std::move(*app));
+  if (!tp) return usage_error(tp.error().message);
+  int rc = 0;
+  {
+    auto servers = start_servers(**tp, argv[0], args);
+    if (!servers) return usage_error(servers.error().message);
+    rc = run(**tp);
+  }
+  return finish(**tp, rc);
 }

@@ -62,75 +62,82 @@ void Testpmd::print_display_xstats(std::size_t port, double seconds) {
   }
 }
 
-void Testpmd::print_forward_stats() const {
-  static constexpr const char* border = "----------------------";
-  static constexpr const char* acc = "+++++++++++++++";
-  const std::size_t nports = fwd_ports_.size();
-  std::uint64_t rx = 0, rx_dropped = 0, tx = 0, tx_dropped = 0, nombuf = 0;
-  // As dpdk-testpmd: with more streams than ports (several queues), each stream that moved
-  // anything first.
-  if (streams_.size() > nports)
-    for (const auto& st : streams_) {
-      const std::uint64_t srx = st->rx_packets.read(), stx = st->tx_packets.read(), sdrop = st->fwd_dropped.read();
-      if (srx == 0 && stx == 0 && sdrop == 0) continue;
-      std::printf("\n  %s Forward Stats for RX Port=%2u/Queue=%2u -> TX Port=%2u/Queue=%2u %s\n", border,
-                  st->rx_port_id, st->rx_queue, st->tx_port_id, st->tx_queue, border);
-      std::printf("  RX-packets: %-14" PRIu64 " TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "\n", srx, stx,
-                  sdrop);
-    }
-  for (const std::size_t i : fwd_ports_) {
-    PortStats s = ports_[i]->stats();
-    if (i < start_.size()) s -= start_[i].stats;
-    std::uint64_t dropped = 0;
-    for (const auto& st : streams_)
-      if (st->tx_port_id == i) dropped += st->fwd_dropped.read();
-    std::printf("\n  %s Forward statistics for port %-2zu %s\n", border, i, border);
-    std::printf("  RX-packets: %-14" PRIu64 " RX-dropped: %-14" PRIu64 "RX-total: %-" PRIu64 "\n", s.ipackets,
-                s.imissed, s.ipackets + s.imissed);
-    if (s.ierrors + s.rx_nombuf > 0) {
-      std::printf("  RX-error: %-" PRIu64 "\n", s.ierrors);
-      std::printf("  RX-nombufs: %-14" PRIu64 "\n", s.rx_nombuf);
-    }
-    std::printf("  TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "TX-total: %-" PRIu64 "\n", s.opackets, dropped,
-                s.opackets + dropped);
-    if (fwd_config_.rx_ptype_counts) {  // rxonly --rx-ptype-counts
-      std::printf("  Packet types:");
-      const auto counts = ptype_counts(i);
-      for (std::size_t k = 0; k < counts.size(); ++k)
-        if (counts[k]) std::printf(" %s %" PRIu64, std::string(ptype_class_names[k]).c_str(), counts[k]);
-      std::printf("\n");
-    }
-    if (fwd_config_.record_burst_stats) {  // the streams receiving from, then sending to, this port
-      for (const auto& st : streams_)
-        if (st->rx_port_id == i)
-          if (auto line = burst_spread_line("RX", st->rx_bursts); !line.empty()) std::printf("%s\n", line.c_str());
-      for (const auto& st : streams_)
-        if (st->tx_port_id == i)
-          if (auto line = burst_spread_line("TX", st->tx_bursts); !line.empty()) std::printf("%s\n", line.c_str());
-    }
-    std::printf("  %s--------------------------------%s\n", border, border);
-    rx += s.ipackets;
-    rx_dropped += s.imissed;
-    tx += s.opackets;
-    tx_dropped += dropped;
-    nombuf += s.rx_nombuf;
+namespace {
+
+constexpr const char* fwd_border = "----------------------";
+constexpr const char* acc_border = "+++++++++++++++";
+
+// As dpdk-testpmd: with more streams than ports (several queues), each stream that moved
+// anything first.
+void print_stream_stats(const std::vector<std::unique_ptr<Stream>>& streams) {
+  for (const auto& st : streams) {
+    const std::uint64_t srx = st->rx_packets.read(), stx = st->tx_packets.read(), sdrop = st->fwd_dropped.read();
+    if (srx == 0 && stx == 0 && sdrop == 0) continue;
+    std::printf("\n  %s Forward Stats for RX Port=%2u/Queue=%2u -> TX Port=%2u/Queue=%2u %s\n", fwd_border,
+                st->rx_port_id, st->rx_queue, st->tx_port_id, st->tx_queue, fwd_border);
+    std::printf("  RX-packets: %-14" PRIu64 " TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "\n", srx, stx,
+                sdrop);
   }
-  std::printf("\n  %s Accumulated forward statistics for all ports%s\n", acc, acc);
-  std::printf("  RX-packets: %-14" PRIu64 " RX-dropped: %-14" PRIu64 "RX-total: %-" PRIu64 "\n", rx, rx_dropped,
-              rx + rx_dropped);
-  std::printf("  TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "TX-total: %-" PRIu64 "\n", tx, tx_dropped,
-              tx + tx_dropped);
-  if (nombuf > 0) std::printf("  RX-nombufs: %-14" PRIu64 "\n", nombuf);
-  std::printf("  %s++++++++++++++++++++++++++++++++++++++++++++++%s\n", acc, acc);
-  if (app_.record_core_cycles) {
+}
+
+// --record-burst-stats: the streams receiving from, then sending to, `port`.
+void print_burst_spreads(const std::vector<std::unique_ptr<Stream>>& streams, std::size_t port) {
+  for (const auto& st : streams)
+    if (st->rx_port_id == port)
+      if (auto line = burst_spread_line("RX", st->rx_bursts); !line.empty()) std::printf("%s\n", line.c_str());
+  for (const auto& st : streams)
+    if (st->tx_port_id == port)
+      if (auto line = burst_spread_line("TX", st->tx_bursts); !line.empty()) std::printf("%s\n", line.c_str());
+}
+
+}  // namespace
+
+ForwardSums Testpmd::print_port_forward_stats(std::size_t i) const {
+  PortStats s = ports_[i]->stats();
+  if (i < start_.size()) s -= start_[i].stats;
+  std::uint64_t dropped = 0;
+  for (const auto& st : streams_)
+    if (st->tx_port_id == i) dropped += st->fwd_dropped.read();
+  std::printf("\n  %s Forward statistics for port %-2zu %s\n", fwd_border, i, fwd_border);
+  std::printf("  RX-packets: %-14" PRIu64 " RX-dropped: %-14" PRIu64 "RX-total: %-" PRIu64 "\n", s.ipackets, s.imissed,
+              s.ipackets + s.imissed);
+  if (s.ierrors + s.rx_nombuf > 0) {
+    std::printf("  RX-error: %-" PRIu64 "\n", s.ierrors);
+    std::printf("  RX-nombufs: %-14" PRIu64 "\n", s.rx_nombuf);
+  }
+  std::printf("  TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "TX-total: %-" PRIu64 "\n", s.opackets, dropped,
+              s.opackets + dropped);
+  if (fwd_config_.rx_ptype_counts) {  // rxonly --rx-ptype-counts
+    std::printf("  Packet types:");
+    const auto counts = ptype_counts(i);
+    for (std::size_t k = 0; k < counts.size(); ++k)
+      if (counts[k]) std::printf(" %s %" PRIu64, std::string(ptype_class_names[k]).c_str(), counts[k]);
+    std::printf("\n");
+  }
+  if (fwd_config_.record_burst_stats) print_burst_spreads(streams_, i);
+  std::printf("  %s--------------------------------%s\n", fwd_border, fwd_border);
+  return ForwardSums{s.ipackets, s.imissed, s.opackets, dropped, s.rx_nombuf};
+}
+
+void Testpmd::print_forward_stats() const {
+  if (streams_.size() > fwd_ports_.size()) print_stream_stats(streams_);
+  ForwardSums all;
+  for (const std::size_t i : fwd_ports_) all += print_port_forward_stats(i);
+  std::printf("\n  %s Accumulated forward statistics for all ports%s\n", acc_border, acc_border);
+  std::printf("  RX-packets: %-14" PRIu64 " RX-dropped: %-14" PRIu64 "RX-total: %-" PRIu64 "\n", all.rx, all.rx_dropped,
+              all.rx + all.rx_dropped);
+  std::printf("  TX-packets: %-14" PRIu64 " TX-dropped: %-14" PRIu64 "TX-total: %-" PRIu64 "\n", all.tx, all.tx_dropped,
+              all.tx + all.tx_dropped);
+  if (all.nombuf > 0) std::printf("  RX-nombufs: %-14" PRIu64 "\n", all.nombuf);
+  std::printf("  %s++++++++++++++++++++++++++++++++++++++++++++++%s\n", acc_border, acc_border);
+  const std::uint64_t pkts = forwarded_packets();
+  if (app_.record_core_cycles && pkts) {
     const FwdTotals t = totals();
-    const std::uint64_t pkts = forwarded_packets();
-    if (pkts)
-      std::printf("\n  CPU cycles/packet=%.2f (busy cycles=%" PRIu64 " / total %s packets=%" PRIu64 ") at %" PRIu64
-                  " MHz Clock\n",
-                  static_cast<double>(t.busy_cycles) / static_cast<double>(pkts), t.busy_cycles,
-                  app_.forward_mode == "txonly" || app_.forward_mode == "flowgen" ? "TX" : "RX", pkts,
-                  tsc_hz() / 1'000'000);
+    std::printf("\n  CPU cycles/packet=%.2f (busy cycles=%" PRIu64 " / total %s packets=%" PRIu64 ") at %" PRIu64
+                " MHz Clock\n",
+                static_cast<double>(t.busy_cycles) / static_cast<double>(pkts), t.busy_cycles,
+                app_.forward_mode == "txonly" || app_.forward_mode == "flowgen" ? "TX" : "RX", pkts,
+                tsc_hz() / 1'000'000);
   }
 }
 

@@ -27,6 +27,20 @@ struct PortSnapshot {
   std::uint64_t tsc = 0;
 };
 
+// The counts of print_forward_stats' blocks, in dpdk-testpmd's terms.
+struct ForwardSums {
+  std::uint64_t rx = 0, rx_dropped = 0, tx = 0, tx_dropped = 0, nombuf = 0;
+
+  ForwardSums& operator+=(const ForwardSums& o) noexcept {
+    rx += o.rx;
+    rx_dropped += o.rx_dropped;
+    tx += o.tx;
+    tx_dropped += o.tx_dropped;
+    nombuf += o.nombuf;
+    return *this;
+  }
+};
+
 // One forwarding lcore and the streams it polls, as start_forwarding assigns them.
 struct CorePlan {
   unsigned lcore_id = 0;
@@ -142,6 +156,8 @@ class Testpmd {
   Testpmd(EalOptions eal, AppOptions app, std::unique_ptr<Eal> env)
       : eal_(std::move(eal)), app_(std::move(app)), env_(std::move(env)), ports_(env_->ports()) {}
   Result<void> configure_ports();  // the Eal's ports, configured and started as the options say
+  // One port's block of print_forward_stats; returns what it adds to the accumulated block.
+  ForwardSums print_port_forward_stats(std::size_t port) const;
   // --coremask, or every lcore but the main one; may set app.nb_cores, as dpdk-testpmd does.
   static Result<std::vector<unsigned>> choose_fwd_lcores(const EalOptions& eal, AppOptions& app);
   Result<void> choose_fwd_ports();           // --portmask/--portlist and --nb-ports, checked against the ports

@@ -24,9 +24,74 @@ inline void count_rx_verdict(Stream& s, Mbuf* m) noexcept {
   if (m->ol_flags & mbuf_flag::rx_l4_cksum_bad) s.rx_bad_l4_csum.add(1);
 }
 
+// One parsed TCP or UDP packet whose checksum is to be recomputed or requested.
+struct L4Packet {
+  Mbuf* m;
+  const std::uint8_t* l3;
+  std::uint32_t l4_off;
+  std::uint64_t flags;  // the TX flags gathered so far (IP version, IP checksum request)
+  bool ipv4;
+  bool tcp;
+
+  std::uint32_t l4_len() const noexcept { return m->pkt_len - l4_off; }
+  std::uint8_t* field() const noexcept {
+    return m->data() + l4_off + (tcp ? offsetof(TcpHdr, cksum) : offsetof(UdpHdr, dgram_cksum));
+  }
+  std::uint32_t pseudo_sum() const noexcept {
+    return ipv4 ? ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len())
+                : ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len(), tcp ? ip_proto_tcp : ip_proto_udp);
+  }
+  std::uint64_t l4_request() const noexcept { return tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum; }
+};
+
+// A hw request: the L4 checksum field holds the pseudo-header sum, as NICs expect (DPDK's
+// rte_ipv4_phdr_cksum).
+inline void request_l4_cksum(const L4Packet& p) noexcept {
+  const std::uint16_t ph = fold_sum(p.pseudo_sum());
+  std::memcpy(p.field(), &ph, 2);
+  p.m->ol_flags |= p.flags | p.l4_request();
+}
+
+// In software, over the old field (`stored`), which is taken out after.
+inline void compute_l4_cksum(const L4Packet& p, std::uint16_t stored) noexcept {
+  Mbuf* m = p.m;
+  const std::uint32_t l4_len = p.l4_len();
+  if (m->next == nullptr && p.l4_off + l4_len <= m->data_len && (p.flags & mbuf_flag::tx_ip_cksum) == 0) [[likely]] {
+    // One segment: summed inline, as apply_tx_checksums (which walks segments) would; the same
+    // result.
+    auto c = static_cast<std::uint16_t>(
+        ~fold_sum(std::uint64_t{raw_sum(m->data() + p.l4_off, l4_len)} + p.pseudo_sum() + (0xffffu - stored)));
+    if (c == 0 && !p.tcp) c = 0xffff;  // RFC 768
+    std::memcpy(p.field(), &c, 2);
+    m->ol_flags |= p.flags;
+    return;
+  }
+  m->ol_flags |= p.flags | p.l4_request();
+  apply_tx_checksums(*m);  // clears the request it fulfils
+}
+
+inline void process_l4(const CsumConfig& cfg, const L4Packet& p) noexcept {
+  Mbuf* m = p.m;
+  if (p.tcp && cfg.tso_segsz && m->pkt_len > p.l4_off + m->l4_len + cfg.tso_segsz) {
+    // Larger than a segment: the TX port segments it and fills every segment's checksums.
+    m->tso_segsz = cfg.tso_segsz;
+    m->ol_flags |= p.flags | mbuf_flag::tx_tcp_seg | (p.ipv4 ? mbuf_flag::tx_ip_cksum : 0);
+    return;
+  }
+  std::uint16_t stored;
+  std::memcpy(&stored, p.field(), 2);
+  if (!p.tcp && stored == 0 && p.ipv4) {  // RFC 768: the sender chose no UDP checksum; keep it so
+    m->ol_flags |= p.flags;
+    return;
+  }
+  if (p.tcp ? cfg.tcp_hw : cfg.udp_hw)
+    request_l4_cksum(p);
+  else
+    compute_l4_cksum(p, stored);
+}
+
 // Recompute (sw) or request (hw) the checksums of one parsed packet whose headers sit in its
-// first segment. For a hw request the L4 checksum field holds the pseudo-header sum, as NICs
-// expect (DPDK's rte_ipv4_phdr_cksum).
+// first segment.
 inline void process_checksums(const CsumConfig& cfg, Mbuf* m) noexcept {
   const std::uint32_t pt = m->packet_type;
   const bool ipv4 = ptype::is_ipv4(pt);
@@ -45,50 +110,11 @@ inline void process_checksums(const CsumConfig& cfg, Mbuf* m) noexcept {
     }
   }
   const std::uint32_t l4 = pt & ptype::l4_mask;
-  const bool tcp = l4 == ptype::l4_tcp;
-  if (!tcp && l4 != ptype::l4_udp) {
+  if (l4 != ptype::l4_tcp && l4 != ptype::l4_udp) {
     m->ol_flags |= flags;
     return;
   }
-  if (tcp && cfg.tso_segsz && m->pkt_len > l4_off + m->l4_len + cfg.tso_segsz) {
-    // Larger than a segment: the TX port segments it and fills every segment's checksums.
-    m->tso_segsz = cfg.tso_segsz;
-    m->ol_flags |= flags | mbuf_flag::tx_tcp_seg | (ipv4 ? mbuf_flag::tx_ip_cksum : 0);
-    return;
-  }
-  const bool hw = tcp ? cfg.tcp_hw : cfg.udp_hw;
-  std::uint8_t* field = m->data() + l4_off + (tcp ? offsetof(TcpHdr, cksum) : offsetof(UdpHdr, dgram_cksum));
-  std::uint16_t stored;
-  std::memcpy(&stored, field, 2);
-  if (!tcp && stored == 0 && ipv4) {  // RFC 768: the sender chose no UDP checksum; keep it so
-    m->ol_flags |= flags;
-    return;
-  }
-  if (hw) {
-    const std::uint32_t l4_len = m->pkt_len - l4_off;
-    const std::uint16_t ph = ipv4 ? fold_sum(ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len))
-                                  : fold_sum(ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len,
-                                                             tcp ? ip_proto_tcp : ip_proto_udp));
-    std::memcpy(field, &ph, 2);
-    m->ol_flags |= flags | (tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
-    return;
-  }
-  const std::uint32_t l4_len = m->pkt_len - l4_off;
-  if (m->next == nullptr && l4_off + l4_len <= m->data_len && (flags & mbuf_flag::tx_ip_cksum) == 0) [[likely]] {
-    // One segment: summed inline, over the old field, which is taken out after (as
-    // apply_tx_checksums, which walks segments, does); the same result.
-    const std::uint32_t pseudo =
-        ipv4 ? ipv4_pseudo_sum(*reinterpret_cast<const Ipv4Hdr*>(l3), l4_len)
-             : ipv6_pseudo_sum(*reinterpret_cast<const Ipv6Hdr*>(l3), l4_len, tcp ? ip_proto_tcp : ip_proto_udp);
-    auto c = static_cast<std::uint16_t>(
-        ~fold_sum(std::uint64_t{raw_sum(m->data() + l4_off, l4_len)} + pseudo + (0xffffu - stored)));
-    if (c == 0 && !tcp) c = 0xffff;  // RFC 768
-    std::memcpy(field, &c, 2);
-    m->ol_flags |= flags;
-    return;
-  }
-  m->ol_flags |= flags | (tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
-  apply_tx_checksums(*m);  // clears the request it fulfils
+  process_l4(cfg, L4Packet{m, l3, l4_off, flags, ipv4, l4 == ptype::l4_tcp});
 }
 
 std::uint16_t csum_forward(Stream& s) noexcept {
