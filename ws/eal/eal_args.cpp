@@ -224,144 +224,209 @@ std::vector<OptionDoc> eal_option_docs() {
   return out;
 }
 
-Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
+namespace {
+
+// What parse_eal_args has read so far. Each take_* function below consumes one option of its
+// group at the cursor and returns true, returns false when the option is not of its group, or
+// fails on a bad value.
+struct EalParse {
   EalOptions o;
+  ArgCursor c;
+  std::string v;  // the value of the option just taken
   bool lcores_set = false;
   bool main_set = false;
-  ArgCursor c{args, 0, std::nullopt};
-  std::string v;
-  auto set_lcores = [&](Result<std::vector<LcoreConfig>> r) -> Result<bool> {
+
+  Result<bool> set_lcores(Result<std::vector<LcoreConfig>> r) {
     if (!r) return std::unexpected(r.error());
     if (lcores_set) return fail("lcores given twice: use one of -l, -c, --lcores");
     o.lcores = std::move(*r);
     lcores_set = true;
     return true;
-  };
-  while (!c.done()) {
-    const std::string arg = args[c.i];
-    if (c.take("-l", v)) {
-      if (auto r = set_lcores(parse_lcore_list(v)); !r) return std::unexpected(r.error());
-    } else if (c.take("--lcores", v)) {
-      if (auto r = set_lcores(parse_lcore_map(v)); !r) return std::unexpected(r.error());
-    } else if (c.take("-c", v)) {
-      if (auto r = set_lcores(parse_core_mask(v)); !r) return std::unexpected(r.error());
-    } else if (c.take("--main-lcore", v)) {
-      auto n = parse_size("--main-lcore", v);
-      if (!n) return std::unexpected(n.error());
-      o.main_lcore = static_cast<unsigned>(*n);
-      main_set = true;
-    } else if (c.take("--vdev", v)) {
-      o.vdevs.push_back(v);
-    } else if (c.take("-a", v) || c.take("-w", v) || c.take("--allow", v) || c.take("--pci-whitelist", v)) {
-      if (auto ok = check_pci_devargs(arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2), v); !ok)
-        return std::unexpected(ok.error());
-      o.pci_allow.push_back(v);
-    } else if (c.take("-b", v) || c.take("--block", v) || c.take("--pci-blacklist", v)) {
-      auto a = pci::Address::parse(v);
-      if (!a)
-        return fail("{} '{}': {}", arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2), v,
-                    a.error().message);
-      o.pci_block.push_back(*a);
-    } else if (c.take("--no-pci", v, false)) {
-      o.no_pci = true;
-    } else if (c.take("--iova-mode", v)) {
-      if (v == "pa") {
-        o.iova_mode = IovaMode::pa;
-      } else if (v == "va") {
-        o.iova_mode = IovaMode::va;
-      } else {
-        return fail("--iova-mode '{}': expected pa (physical addresses, for devices on uio_pci_generic) or va", v);
-      }
-    } else if (c.take("--force-max-simd-bitwidth", v)) {
-      auto n = parse_size("--force-max-simd-bitwidth", v);
-      if (!n) return std::unexpected(n.error());
-      if (*n < 64 || *n > 32768 || (*n & (*n - 1)) != 0)
-        return fail(
-            "--force-max-simd-bitwidth '{}': expected 64, 128, 256 or 512 (a power of two from 64 to 32768; "
-            "above 512 means no cap)",
-            v);
-      o.max_simd_bitwidth = static_cast<unsigned>(*n);
-    } else if (c.take("--no-telemetry", v, false)) {
-      o.telemetry = false;
-    } else if (c.take("--no-huge", v, false)) {
-      o.huge = HugePolicy::never;
-    } else if (c.take("-m", v)) {
-      auto n = parse_size("-m", v);
-      if (!n) return std::unexpected(n.error());
-      o.memory_mb = *n;
-    } else if (c.take("--socket-mem", v)) {
-      auto n = parse_socket_mem(v);
-      if (!n) return std::unexpected(n.error());
-      o.memory_mb = *n;
-    } else if (c.take("--file-prefix", v)) {
-      if (v.empty() || v.find('/') != std::string::npos)
-        return fail("--file-prefix '{}': expected a non-empty name without '/'", v);
-      o.file_prefix = v;
-    } else if (c.take("--log-level", v)) {
-      // DPDK also takes "pattern:level"; the level after the last ':' applies to us.
-      const std::string_view level =
-          std::string_view(v).substr(v.rfind(':') == std::string::npos ? 0 : v.rfind(':') + 1);
-      if (!parse_log_level(level, o.log_level))
-        return fail("--log-level '{}': expected a level 1-8 or emerg|alert|crit|err|warning|notice|info|debug", v);
-    } else if (c.take("--telemetry", v, false)) {
-      o.telemetry = true;
-    } else if (c.take("-h", v, false) || c.take("--help", v, false)) {
-      o.help = true;
-    } else if (c.take("-v", v, false)) {
-      o.version = true;
-    } else if (c.take("--syslog", v)) {
-      auto f = parse_syslog_facility(v);
-      if (!f) return std::unexpected(f.error());
-      o.syslog_facility = *f;
-    } else if (c.take("--proc-type", v)) {
-      if (v != "primary" && v != "auto")
-        return fail("--proc-type {}: not available: wirespeed runs primary processes only (primary or auto)", v);
-    } else if (c.take("--mbuf-pool-ops-name", v)) {
-      if (v != "ring_mp_mc")
-        return fail(
-            "--mbuf-pool-ops-name {}: not available: the pool is a lock-free ring with per-lcore caches "
-            "(ring_mp_mc)",
-            v);
-    } else if (c.take("--base-virtaddr", v)) {
-      const std::string_view digits = std::string_view(v).substr(v.starts_with("0x") || v.starts_with("0X") ? 2 : 0);
-      std::uint64_t addr = 0;
-      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), addr, 16);
-      if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
-        return fail("--base-virtaddr {}: expected a hexadecimal address such as 0x100000000", v);
-    } else if (arg == "--huge-unlink" || arg.starts_with("--huge-unlink=")) {
-      const std::string_view value = arg == "--huge-unlink" ? "always" : std::string_view(arg).substr(14);
-      if (value != "existing" && value != "always" && value != "never")
-        return fail("--huge-unlink={}: expected existing, always or never", value);
-      ++c.i;
-    } else if (const EalSpec* spec = find_spec(arg)) {
-      if (spec->status == OptionStatus::refused)
-        return fail("EAL option {} is not available in wirespeed: {}", spec->name, spec->why);
-      // Accepted with no effect: take it and its value.
-      if (spec->status != OptionStatus::accepted || !c.take(arg.substr(0, arg.find('=')), v, spec->has_value)) {
-        if (!c.error) return fail("EAL option '{}' is malformed (wirespeed-testpmd --help lists the options)", arg);
-      }
-    } else if (!c.error) {
-      return fail("unknown EAL option '{}' (wirespeed-testpmd --help lists the options)", arg);
-    }
-    if (c.error) return std::unexpected(*c.error);
   }
+};
+
+// The option's name as the user wrote it, for messages: "--allow" of "--allow=...", "-a" of "-a0000:...".
+std::string option_name(const std::string& arg) {
+  return arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
+}
+
+Result<bool> take_lcore_option(EalParse& p) {
+  if (p.c.take("-l", p.v)) return p.set_lcores(parse_lcore_list(p.v));
+  if (p.c.take("--lcores", p.v)) return p.set_lcores(parse_lcore_map(p.v));
+  if (p.c.take("-c", p.v)) return p.set_lcores(parse_core_mask(p.v));
+  if (p.c.take("--main-lcore", p.v)) {
+    auto n = parse_size("--main-lcore", p.v);
+    if (!n) return std::unexpected(n.error());
+    p.o.main_lcore = static_cast<unsigned>(*n);
+    p.main_set = true;
+    return true;
+  }
+  return false;
+}
+
+Result<bool> take_device_option(EalParse& p, const std::string& arg) {
+  if (p.c.take("--vdev", p.v)) {
+    p.o.vdevs.push_back(p.v);
+  } else if (p.c.take("-a", p.v) || p.c.take("-w", p.v) || p.c.take("--allow", p.v) ||
+             p.c.take("--pci-whitelist", p.v)) {
+    if (auto ok = check_pci_devargs(option_name(arg), p.v); !ok) return std::unexpected(ok.error());
+    p.o.pci_allow.push_back(p.v);
+  } else if (p.c.take("-b", p.v) || p.c.take("--block", p.v) || p.c.take("--pci-blacklist", p.v)) {
+    auto a = pci::Address::parse(p.v);
+    if (!a) return fail("{} '{}': {}", option_name(arg), p.v, a.error().message);
+    p.o.pci_block.push_back(*a);
+  } else if (p.c.take("--no-pci", p.v, false)) {
+    p.o.no_pci = true;
+  } else if (p.c.take("--iova-mode", p.v)) {
+    if (p.v == "pa")
+      p.o.iova_mode = IovaMode::pa;
+    else if (p.v == "va")
+      p.o.iova_mode = IovaMode::va;
+    else
+      return fail("--iova-mode '{}': expected pa (physical addresses, for devices on uio_pci_generic) or va", p.v);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Result<bool> take_memory_option(EalParse& p, const std::string& arg) {
+  if (p.c.take("--no-huge", p.v, false)) {
+    p.o.huge = HugePolicy::never;
+  } else if (p.c.take("-m", p.v) || p.c.take("--socket-mem", p.v)) {
+    auto n = arg.starts_with("-m") ? parse_size("-m", p.v) : parse_socket_mem(p.v);
+    if (!n) return std::unexpected(n.error());
+    p.o.memory_mb = *n;
+  } else if (p.c.take("--file-prefix", p.v)) {
+    if (p.v.empty() || p.v.find('/') != std::string::npos)
+      return fail("--file-prefix '{}': expected a non-empty name without '/'", p.v);
+    p.o.file_prefix = p.v;
+  } else if (p.c.take("--mbuf-pool-ops-name", p.v)) {
+    if (p.v != "ring_mp_mc")
+      return fail(
+          "--mbuf-pool-ops-name {}: not available: the pool is a lock-free ring with per-lcore caches "
+          "(ring_mp_mc)",
+          p.v);
+  } else if (p.c.take("--base-virtaddr", p.v)) {
+    const std::string_view digits =
+        std::string_view(p.v).substr(p.v.starts_with("0x") || p.v.starts_with("0X") ? 2 : 0);
+    std::uint64_t addr = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), addr, 16);
+    if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
+      return fail("--base-virtaddr {}: expected a hexadecimal address such as 0x100000000", p.v);
+  } else if (arg == "--huge-unlink" || arg.starts_with("--huge-unlink=")) {
+    const std::string_view value = arg == "--huge-unlink" ? "always" : std::string_view(arg).substr(14);
+    if (value != "existing" && value != "always" && value != "never")
+      return fail("--huge-unlink={}: expected existing, always or never", value);
+    ++p.c.i;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Result<bool> take_runtime_option(EalParse& p) {
+  if (p.c.take("--force-max-simd-bitwidth", p.v)) {
+    auto n = parse_size("--force-max-simd-bitwidth", p.v);
+    if (!n) return std::unexpected(n.error());
+    if (*n < 64 || *n > 32768 || (*n & (*n - 1)) != 0)
+      return fail(
+          "--force-max-simd-bitwidth '{}': expected 64, 128, 256 or 512 (a power of two from 64 to 32768; "
+          "above 512 means no cap)",
+          p.v);
+    p.o.max_simd_bitwidth = static_cast<unsigned>(*n);
+  } else if (p.c.take("--no-telemetry", p.v, false) || p.c.take("--telemetry", p.v, false)) {
+    p.o.telemetry = p.c.args[p.c.i - 1] == "--telemetry";
+  } else if (p.c.take("--proc-type", p.v)) {
+    if (p.v != "primary" && p.v != "auto")
+      return fail("--proc-type {}: not available: wirespeed runs primary processes only (primary or auto)", p.v);
+  } else if (p.c.take("-h", p.v, false) || p.c.take("--help", p.v, false)) {
+    p.o.help = true;
+  } else if (p.c.take("-v", p.v, false)) {
+    p.o.version = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Result<bool> take_log_option(EalParse& p) {
+  if (p.c.take("--log-level", p.v)) {
+    // DPDK also takes "pattern:level"; the level after the last ':' applies to us.
+    const std::string_view level =
+        std::string_view(p.v).substr(p.v.rfind(':') == std::string::npos ? 0 : p.v.rfind(':') + 1);
+    if (!parse_log_level(level, p.o.log_level))
+      return fail("--log-level '{}': expected a level 1-8 or emerg|alert|crit|err|warning|notice|info|debug", p.v);
+    return true;
+  }
+  if (p.c.take("--syslog", p.v)) {
+    auto f = parse_syslog_facility(p.v);
+    if (!f) return std::unexpected(f.error());
+    p.o.syslog_facility = *f;
+    return true;
+  }
+  return false;
+}
+
+// DPDK's options we take without effect, or refuse with the reason (eal_table).
+Result<void> take_listed_option(EalParse& p, const std::string& arg) {
+  const EalSpec* spec = find_spec(arg);
+  if (spec == nullptr) {
+    if (p.c.error) return {};
+    return fail("unknown EAL option '{}' (wirespeed-testpmd --help lists the options)", arg);
+  }
+  if (spec->status == OptionStatus::refused)
+    return fail("EAL option {} is not available in wirespeed: {}", spec->name, spec->why);
+  if (spec->status != OptionStatus::accepted || !p.c.take(arg.substr(0, arg.find('=')), p.v, spec->has_value)) {
+    if (!p.c.error) return fail("EAL option '{}' is malformed (wirespeed-testpmd --help lists the options)", arg);
+  }
+  return {};
+}
+
+Result<void> take_option(EalParse& p) {
+  const std::string arg = p.c.args[p.c.i];
+  Result<bool> taken = take_lcore_option(p);
+  if (taken && !*taken) taken = take_device_option(p, arg);
+  if (taken && !*taken) taken = take_memory_option(p, arg);
+  if (taken && !*taken) taken = take_runtime_option(p);
+  if (taken && !*taken) taken = take_log_option(p);
+  if (!taken) return std::unexpected(taken.error());
+  if (!*taken && !p.c.error) {
+    if (auto ok = take_listed_option(p, arg); !ok) return ok;
+  }
+  if (p.c.error) return std::unexpected(*p.c.error);
+  return {};
+}
+
+// The checks across options, and DPDK's defaults for what was not given.
+Result<EalOptions> finish_eal_options(EalParse& p) {
+  EalOptions& o = p.o;
   if (!o.pci_allow.empty() && !o.pci_block.empty())
     return fail(
         "-a (allow) and -b (block) cannot be used together, as in DPDK: give the devices to use with -a, or "
         "those to leave with -b");
   if (o.no_pci && !o.pci_allow.empty())
     return fail("--no-pci and -a {} together: --no-pci leaves every PCI device alone", o.pci_allow.front());
-  if (!lcores_set) {
+  if (!p.lcores_set) {
     // DPDK's default: every CPU we may run on.
     for (unsigned cpu : available_cpus()) o.lcores.push_back({cpu, {cpu}});
   }
-  if (!main_set) {
+  if (!p.main_set) {
     o.main_lcore = o.lcores.front().id;
   } else if (std::none_of(o.lcores.begin(), o.lcores.end(),
                           [&](const LcoreConfig& l) { return l.id == o.main_lcore; })) {
     return fail("--main-lcore {}: not one of the lcores given", o.main_lcore);
   }
-  return o;
+  return std::move(o);
+}
+
+}  // namespace
+
+Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
+  EalParse p{.c = ArgCursor{args, 0, std::nullopt}};
+  while (!p.c.done())
+    if (auto ok = take_option(p); !ok) return std::unexpected(ok.error());
+  return finish_eal_options(p);
 }
 
 Result<std::vector<std::uint16_t>> parse_port_mask(std::string_view text, std::uint16_t port_count) {
