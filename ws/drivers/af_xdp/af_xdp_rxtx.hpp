@@ -70,11 +70,20 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
     }
     std::uint64_t addrs[mbuf_max_burst];
     std::uint64_t bytes = 0;
+    std::uint32_t kept = 0;
     for (std::uint32_t i = 0; i < got; ++i) {
       const xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
+      addrs[i] = xsk_umem__extract_addr(d->addr);
       Mbuf* m = pkts[i];
       m->data_off = m->headroom_default;
-      const auto len = static_cast<std::uint16_t>(std::min<std::uint32_t>(d->len, m->buf_len - m->data_off));
+      if (d->len > static_cast<std::uint32_t>(m->buf_len - m->data_off)) [[unlikely]] {
+        // A frame larger than the mbuf's room (--mbuf-size below the UMEM frame): dropped and
+        // counted, never cut short.
+        counters.errors.add(1);
+        pool->mempool().put(m);
+        continue;
+      }
+      const auto len = static_cast<std::uint16_t>(d->len);
       std::memcpy(m->data(), xsk_umem__get_data(umem, d->addr), len);
       m->data_len = len;
       m->pkt_len = len;
@@ -83,14 +92,14 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
       m->vlan_tci = 0;
       m->tx_offload = 0;
       m->port = port;
-      addrs[i] = xsk_umem__extract_addr(d->addr);
+      pkts[kept++] = m;
       bytes += len;
     }
     xsk_ring_cons__release(&rx, got);
     refill(addrs, got);  // every frame we took goes straight back
-    counters.packets.add(got);
+    counters.packets.add(kept);
     counters.bytes.add(bytes);
-    return static_cast<std::uint16_t>(got);
+    return static_cast<std::uint16_t>(kept);
   }
 };
 

@@ -62,6 +62,10 @@ struct alignas(cache_line_bytes) TxQueue : QueueBase {
     std::uint16_t sent = 0;
     std::uint64_t bytes = 0;
     for (std::uint16_t i = 0; i < n; ++i) {
+      if (pkts[i]->nb_segs > max_tx_segments) [[unlikely]] {  // writev takes the whole frame or nothing
+        counters.errors.add(1);
+        continue;
+      }
       iovec iov[max_tx_segments];
       int segs = 0;
       for (Mbuf* s = pkts[i]; s && segs < max_tx_segments; s = s->next, ++segs) iov[segs] = {s->data(), s->data_len};
