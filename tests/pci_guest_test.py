@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Our PCI poll-mode drivers on QEMU's emulated NICs, inside a Linux guest (TCG), bound to
-uio_pci_generic. With --with-dpdk each scenario runs twice in the same guest: with our
+"""Our PCI poll-mode drivers on QEMU's emulated NICs, inside a Linux guest (TCG, q35 with QEMU's
+Intel IOMMU), bound to uio_pci_generic (physical addresses, the IOMMU passing them through) and
+to vfio-pci (behind the IOMMU). Each scenario runs over uio_pci_generic as test_<scenario>_<kind>;
+those of VFIO_SCENARIOS (all of them with --all-vfio) also over vfio-pci, as
+test_<scenario>_<kind>_vfio, in the same guest: the test rebinds the NICs a run needs before it
+starts. With --with-dpdk each scenario runs twice in the same guest: with our
 wirespeed-testpmd and with Debian's dpdk-testpmd (22.11, its e1000 and virtio PMDs loaded with
 -d) on the same devices, with the same assertions. That reference run proves a scenario's
 expectations when the scenario changes, and tests nothing of ours: the suite leaves it out
@@ -22,7 +26,7 @@ QEMU, the guest kernel (scripts/fetch-guest-kernel), busybox-static, dpdk-testpm
 where they fail.
 
 usage: pci_guest_test.py --binary GUEST_TESTPMD [--source REPO] [--work DIR] [--with-dpdk]
-                         [unittest options]
+                         [--all-vfio] [unittest options]
 """
 import argparse
 import glob
@@ -51,6 +55,12 @@ DPDK_PLUGINS = ["librte_net_e1000.so", "librte_net_virtio.so", "librte_mempool_r
 KERNEL = image.find_kernel()
 WITH_DPDK = "--with-dpdk" in sys.argv  # read here: the tests are made at import (_add_scenarios)
 KINDS = ("ours", "dpdk") if WITH_DPDK else ("ours",)
+UIO, VFIO = "uio_pci_generic", "vfio-pci"
+# The scenarios that also run over vfio-pci in the suite: byte-exact io through each NIC kind
+# (82574L, split and packed virtio rings) and the multi-queue virtio NIC; --all-vfio runs every
+# scenario over both (each run costs 6-10 s of guest time; the suite keeps under 20 minutes).
+ALL_VFIO = "--all-vfio" in sys.argv
+VFIO_SCENARIOS = ("e1000e_io", "e1000e_virtio_io", "virtio_split_packed_io", "virtio_two_queues")
 HUGEPAGES = 96            # 2 MiB pages reserved in the guest: one testpmd at a time
 POOL = ["--total-num-mbufs=8192"]
 # Statistics blocks (seconds of forwarding) to wait before a run's traffic starts. DPDK's em port
@@ -62,12 +72,16 @@ SETTLE_BLOCKS = {"ours": 1, "dpdk": 3}
 # (modern) on UDP sockets of the test (dgram), in pairs on QEMU hubs, on taps in a namespace.
 E1000_A, E1000_B, E1000_HUB_A, E1000_HUB_B, E1000_TAP = 4, 5, 6, 7, 8
 VIRTIO_C, VIRTIO_PACKED_D, VIRTIO_HUB_A, VIRTIO_HUB_B, VIRTIO_MQ_TAP, VIRTIO_KERNEL = 9, 10, 11, 12, 13, 14
+# One slot, two functions, one IOMMU group (conventional PCI functions, no ACS between them): a
+# virtio-net NIC for vfio-pci, and one that stays with the kernel's virtio-pci, so the group is
+# not viable. (An 82574L there gets a group of its own: the kernel treats it as isolated.)
+SHARED_GROUP = 15
 DGRAM = {E1000_A: "e1000e", E1000_B: "e1000e", VIRTIO_C: "virtio-net-pci", VIRTIO_PACKED_D: "virtio-net-pci"}
 RESULTS = {}  # scenario -> kind -> rate (Mpps inside the guest)
 
 
-def bdf(slot):
-    return "0000:00:{:02x}.0".format(slot)
+def bdf(slot, function=0):
+    return "0000:00:{:02x}.{}".format(slot, function)
 
 
 def mac(slot):
@@ -230,12 +244,13 @@ class PciGuest(unittest.TestCase):
 
     def setUp(self):
         need_guest(self)
+        self.driver = UIO  # test_*_vfio set VFIO
 
     # ---- the guest ----
     @classmethod
     def _image(cls):
         dpdk = [DPDK] + [os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS] if WITH_DPDK else []
-        return image.Image(KERNEL, modules=image.NET_MODULES + image.UIO_MODULES,
+        return image.Image(KERNEL, modules=image.NET_MODULES + image.UIO_MODULES + image.VFIO_MODULES,
                            binaries=[BINARY] + dpdk).build(WORK, "pci-dpdk" if WITH_DPDK else "pci")
 
     @classmethod
@@ -245,27 +260,33 @@ class PciGuest(unittest.TestCase):
         nics = []
         for slot, model in DGRAM.items():
             nic = qemu.pci_nic_args(model, qemu.dgram_netdev("n{}".format(slot), cls.hosts[slot].qemu_sock.fileno()),
-                                    slot, mac(slot), dump=os.path.join(cls.tmp, "tx{}.pcap".format(slot)))
+                                    slot, mac(slot), dump=os.path.join(cls.tmp, "tx{}.pcap".format(slot)), iommu=True)
             if slot == VIRTIO_PACKED_D:
                 nic[3] += ",packed=on"
             nics.append(nic)
         for slot, model, hub in ((E1000_HUB_A, "e1000e", 1), (E1000_HUB_B, "e1000e", 1),
                                  (VIRTIO_HUB_A, "virtio-net-pci", 2), (VIRTIO_HUB_B, "virtio-net-pci", 2),
                                  (VIRTIO_KERNEL, "virtio-net-pci", 3)):
-            nics.append(qemu.pci_nic_args(model, "hubport,id=n{},hubid={}".format(slot, hub), slot, mac(slot)))
+            nics.append(qemu.pci_nic_args(model, "hubport,id=n{},hubid={}".format(slot, hub), slot, mac(slot),
+                                          iommu=True))
+        for function in (0, 1):
+            nics.append(qemu.pci_nic_args("virtio-net-pci", "hubport,id=n{}f{},hubid=4".format(SHARED_GROUP, function),
+                                          SHARED_GROUP, "52:54:00:12:0{}:{:02x}".format(function, SHARED_GROUP),
+                                          function=function, multifunction=True, iommu=True))
         taps = {}
         if os.geteuid() == 0 and shutil.which("ip"):
             taps = {E1000_TAP: "wspe{}".format(os.getpid() % 100000), VIRTIO_MQ_TAP: "wspv{}".format(os.getpid() % 100000)}
             nics.append(qemu.pci_nic_args("e1000e", "tap,id=n{},ifname={},script=no,downscript=no".format(
-                E1000_TAP, taps[E1000_TAP]), E1000_TAP, mac(E1000_TAP)))
+                E1000_TAP, taps[E1000_TAP]), E1000_TAP, mac(E1000_TAP), iommu=True))
             nic = qemu.pci_nic_args("virtio-net-pci", "tap,id=n{},ifname={},script=no,downscript=no,queues=2".format(
-                VIRTIO_MQ_TAP, taps[VIRTIO_MQ_TAP]), VIRTIO_MQ_TAP, mac(VIRTIO_MQ_TAP))
+                VIRTIO_MQ_TAP, taps[VIRTIO_MQ_TAP]), VIRTIO_MQ_TAP, mac(VIRTIO_MQ_TAP), iommu=True)
             nic[3] += ",mq=on,vectors=6"
             nics.append(nic)
         nics.append(["-monitor", "unix:{},server=on,wait=off".format(os.path.join(cls.tmp, "monitor.sock"))])
         cls.guest = qemu.Guest(KERNEL, cls._image(), nics=nics, smp=2, mem_mb=768, shared_memory=False,
                                append="ws.hugepages={}".format(HUGEPAGES), log=os.path.join(cls.tmp, "console.log"),
-                               name="pci guest", pass_fds=[h.qemu_sock.fileno() for h in cls.hosts.values()]).start()
+                               name="pci guest", pass_fds=[h.qemu_sock.fileno() for h in cls.hosts.values()],
+                               iommu=True).start()
         cls.guest.wait_ready(180)
         if taps:  # the taps QEMU made go into a namespace of the test's, with the host's addresses
             cls.ns = netns.Netns("pci")
@@ -277,14 +298,26 @@ class PciGuest(unittest.TestCase):
             cls.tap_ns = ns
             cls.taps = taps
         # As an administrator would: each NIC we drive leaves the kernel's driver for
-        # uio_pci_generic; VIRTIO_KERNEL stays with virtio-pci.
-        slots = sorted(set(DGRAM) | {E1000_HUB_A, E1000_HUB_B, VIRTIO_HUB_A, VIRTIO_HUB_B} | set(taps))
-        bind = "; ".join("d={d}; p=/sys/bus/pci/devices/$d; {{ [ ! -e $p/driver ] || echo $d > $p/driver/unbind; }} && "
-                         "echo uio_pci_generic > $p/driver_override && echo $d > /sys/bus/pci/drivers_probe && "
-                         "[ $(basename $(readlink $p/driver)) = uio_pci_generic ]".format(d=bdf(s)) for s in slots)
-        cls.guest.run(bind, timeout=60)
-        cls.guest.run("[ $(basename $(readlink /sys/bus/pci/devices/{}/driver)) = virtio-pci ]".format(
-            bdf(VIRTIO_KERNEL)), timeout=20)
+        # uio_pci_generic (bind() moves them to vfio-pci and back); VIRTIO_KERNEL and the second
+        # function of SHARED_GROUP stay with virtio-pci.
+        cls.bound = {}
+        cls.bind(sorted(set(DGRAM) | {E1000_HUB_A, E1000_HUB_B, VIRTIO_HUB_A, VIRTIO_HUB_B} | set(taps)), UIO)
+        for d in (bdf(VIRTIO_KERNEL), bdf(SHARED_GROUP, 1)):
+            cls.guest.run("[ $(basename $(readlink /sys/bus/pci/devices/{}/driver)) = virtio-pci ]".format(d),
+                          timeout=20)
+
+    @classmethod
+    def bind(cls, slots, driver):
+        """Binds the NICs in `slots` (function 0) to `driver` (UIO or VFIO), those not bound to it
+        already, as dpdk-devbind does: unbind, driver_override, drivers_probe."""
+        todo = [s for s in slots if cls.bound.get(s) != driver]
+        if not todo:
+            return
+        cls.guest.run("; ".join(
+            "d={d}; p=/sys/bus/pci/devices/$d; {{ [ ! -e $p/driver ] || echo $d > $p/driver/unbind; }} && "
+            "echo {drv} > $p/driver_override && echo $d > /sys/bus/pci/drivers_probe && "
+            "[ $(basename $(readlink $p/driver)) = {drv} ]".format(d=bdf(s), drv=driver) for s in todo), timeout=60)
+        cls.bound.update({s: driver for s in todo})
 
     @classmethod
     def monitor(cls, command):
@@ -320,6 +353,7 @@ class PciGuest(unittest.TestCase):
         function), which runs on the host once forwarding has settled (SETTLE_BLOCKS), for
         `seconds` after that. Returns a Run."""
         g = PciGuest.guest
+        PciGuest.bind(slots, self.driver)
         if during is not None:
             seconds += SETTLE_BLOCKS[kind]
         started = g.start_command(self._command(kind, slots, app, seconds))
@@ -342,6 +376,14 @@ class PciGuest(unittest.TestCase):
             self.assertIsNotNone(run.summary, out[-3000:])
             self.assertTrue(run.summary["pool_audit_ok"], out[-2000:])
             self.assertTrue(run.summary["accounting_exact"], json.dumps(run.summary["totals"]))
+            # Behind the IOMMU: the arena, and nothing else, mapped at an IOVA inside the
+            # vIOMMU's 39-bit aperture, below our virtual addresses.
+            iova = re.findall(r"VFIO: (.*) \(\d+ bytes\) mapped for DMA at IOVA (0x[0-9a-f]+)", out)
+            if self.driver == VFIO:
+                self.assertEqual([what for what, _ in iova], ["arena 'ws'"], out[-3000:])
+                self.assertLess(int(iova[0][1], 16), 1 << 39)
+            else:
+                self.assertEqual(iova, [], out[-3000:])
         else:
             self.assertIn("Forward statistics for port", out, out[-3000:])
         return run
@@ -361,9 +403,13 @@ class PciGuest(unittest.TestCase):
         into_y = [udp_frame(mac(y), i, lengths[(i + 3) % len(lengths)], 2) for i in range(600)]
         got = {}
 
+        # One frame a millisecond into each: what comes in leaves through the other NIC, whose TX
+        # ring must absorb a stall of QEMU's main loop (which runs the virtio TX queue) on a
+        # loaded host. Behind the IOMMU every descriptor and buffer access is translated, and at
+        # two frames a millisecond a 256-descriptor ring once overflowed (32 frames dropped).
         def traffic():
-            hx.send(into_x)
-            hy.send(into_y)
+            hx.send(into_x, per_ms=1)
+            hy.send(into_y, per_ms=1)
             got["y"] = hy.drain(1.5)
             got["x"] = hx.drain(0.2)
 
@@ -514,7 +560,10 @@ class PciGuestBadInput(unittest.TestCase):
     def setUp(self):
         need_guest(self)
 
-    def refused(self, eal, needles):
+    def refused(self, eal, needles, bind=None):
+        """`bind`: {driver: slots} bound first."""
+        for driver, slots in (bind or {}).items():
+            PciGuest.bind(slots, driver)
         rc, out = PciGuest.guest.run(
             "wirespeed-testpmd -l 0-1 --file-prefix=ws {} -- {} --duration=1 --forward-mode=io".format(
                 eal, " ".join(POOL)), timeout=90, check=False)
@@ -527,7 +576,9 @@ class PciGuestBadInput(unittest.TestCase):
 
     def test_device_bound_to_a_kernel_driver(self):
         self.refused("-a " + bdf(VIRTIO_KERNEL), [bdf(VIRTIO_KERNEL) + " (1af4:1041) is bound to the kernel driver "
-                                                  "virtio-pci", "driver_override", "drivers_probe"])
+                                                  "virtio-pci", "driver_override", "drivers_probe",
+                                                  "echo vfio-pci > /sys/bus/pci/devices/" + bdf(VIRTIO_KERNEL),
+                                                  "echo uio_pci_generic > /sys/bus/pci/devices/" + bdf(VIRTIO_KERNEL)])
         PciGuest.guest.run("[ $(basename $(readlink /sys/bus/pci/devices/{}/driver)) = virtio-pci ]".format(
             bdf(VIRTIO_KERNEL)), timeout=20)
 
@@ -535,12 +586,15 @@ class PciGuestBadInput(unittest.TestCase):
         self.refused("-a 0000:00:1e.0", ["0000:00:1e.0 does not exist", bdf(E1000_A) + " (8086:10d3)"])
 
     def test_virtual_addresses_without_an_iommu(self):
-        self.refused("-a {} --iova-mode=va".format(bdf(E1000_A)), ["--iova-mode=va", "uio_pci_generic", "pa"])
+        self.refused("-a {} --iova-mode=va".format(bdf(E1000_A)),
+                     ["--iova-mode=va", bdf(E1000_A), "uio_pci_generic", "--iova-mode=pa",
+                      "echo vfio-pci > /sys/bus/pci/devices/{}/driver_override".format(bdf(E1000_A))],
+                     bind={UIO: [E1000_A]})
 
     def test_no_huge_pages(self):
         PciGuest.guest.run("echo 0 > /proc/sys/vm/nr_hugepages", timeout=20)
         try:
-            self.refused("-a " + bdf(E1000_A), ["huge pages", "nr_hugepages"])
+            self.refused("-a " + bdf(E1000_A), ["huge pages", "nr_hugepages"], bind={UIO: [E1000_A]})
         finally:
             PciGuest.guest.run("echo {} > /proc/sys/vm/nr_hugepages".format(HUGEPAGES), timeout=20)
 
@@ -548,18 +602,47 @@ class PciGuestBadInput(unittest.TestCase):
         PciGuest.monitor("set_link n{} off".format(E1000_B))
         try:
             self.refused("-a {},link_wait_ms=1500".format(bdf(E1000_B)), [bdf(E1000_B), "no link after 1500 ms",
-                                                                          "link_wait_ms=0"])
+                                                                          "link_wait_ms=0"], bind={UIO: [E1000_B]})
         finally:
             PciGuest.monitor("set_link n{} on".format(E1000_B))
+
+    # ---- vfio-pci ----
+    def test_vfio_group_that_is_not_viable(self):
+        self.refused("-a " + bdf(SHARED_GROUP), [bdf(SHARED_GROUP) + " (1af4:1041)", "IOMMU group", "not viable",
+                                                 bdf(SHARED_GROUP, 1) + " (bound to virtio-pci)", "vfio-pci"],
+                     bind={VFIO: [SHARED_GROUP]})
+
+    def test_vfio_iommu_module_not_loaded(self):
+        PciGuest.bind([E1000_A], VFIO)
+        PciGuest.guest.run("rmmod vfio_iommu_type1", timeout=20)
+        try:
+            self.refused("-a " + bdf(E1000_A), [bdf(E1000_A), "vfio_iommu_type1", "modprobe vfio_iommu_type1"])
+        finally:
+            PciGuest.guest.run("insmod /lib/modules/$(grep vfio_iommu_type1 /etc/ws-modules)", timeout=20)
+
+    def test_vfio_with_physical_addresses(self):
+        self.refused("-a {} --iova-mode=pa".format(bdf(E1000_A)),
+                     ["--iova-mode=pa", bdf(E1000_A) + " (8086:10d3) is on vfio-pci", "drop --iova-mode"],
+                     bind={VFIO: [E1000_A]})
+
+    def test_vfio_and_uio_in_one_run(self):
+        self.refused("-a {} -a {}".format(bdf(E1000_A), bdf(E1000_B)),
+                     [bdf(E1000_A) + " (8086:10d3) is on vfio-pci", bdf(E1000_B) + " (8086:10d3) on uio_pci_generic",
+                      "echo vfio-pci > /sys/bus/pci/devices/{}/driver_override".format(bdf(E1000_B))],
+                     bind={VFIO: [E1000_A], UIO: [E1000_B]})
 
 
 def _add_scenarios():
     for name in [n for n in dir(PciGuest) if n.startswith("scenario_")]:
+        scenario = name[len("scenario_"):]
+        drivers = (UIO, VFIO) if ALL_VFIO or scenario in VFIO_SCENARIOS else (UIO,)
         for kind in KINDS:
-            def test(self, _name=name, _kind=kind):
-                getattr(self, _name)(_kind)
-            test.__doc__ = getattr(PciGuest, name).__doc__
-            setattr(PciGuest, "test_{}_{}".format(name[len("scenario_"):], kind), test)
+            for driver in drivers:
+                def test(self, _name=name, _kind=kind, _driver=driver):
+                    self.driver = _driver
+                    getattr(self, _name)(_kind)
+                test.__doc__ = getattr(PciGuest, name).__doc__ + (" Over vfio-pci." if driver == VFIO else "")
+                setattr(PciGuest, "test_{}_{}{}".format(scenario, kind, "_vfio" if driver == VFIO else ""), test)
 
 
 _add_scenarios()
@@ -596,6 +679,8 @@ def main():
     parser.add_argument("--work", default=None)
     parser.add_argument("--source", default=None, help="the repository: the guest binary is built there first")
     parser.add_argument("--with-dpdk", action="store_true", help="each scenario with DPDK's PMDs too (see above)")
+    parser.add_argument("--all-vfio", action="store_true", help="every scenario over vfio-pci too, not only "
+                        "VFIO_SCENARIOS")
     args, rest = parser.parse_known_args()
     WORK = os.path.abspath(args.work) if args.work else os.path.join(tempfile.gettempdir(), "wirespeed-guest")
     os.makedirs(WORK, exist_ok=True)

@@ -18,6 +18,9 @@ NET_MODULES = ["virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_mod
                "failover", "net_failover", "virtio_net"]
 # For a userspace PCI driver inside the guest: uio_pci_generic takes a NIC from the kernel.
 UIO_MODULES = ["uio", "uio_pci_generic"]
+# VFIO, for a userspace driver behind the IOMMU (a guest booted with an IOMMU, qemu.Guest(iommu=True)):
+# insmod knows no soft dependencies, so vfio_iommu_type1 (which vfio only soft-depends on) is named.
+VFIO_MODULES = ["vfio", "vfio_iommu_type1", "vfio-pci"]
 
 LINK = -1  # Image contents: a symbolic link to the path given as data
 

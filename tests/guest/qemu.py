@@ -40,16 +40,24 @@ def netdev_args(sock, index=0, server=False, queues=1, packed=False, mq=False, m
     return ["-chardev", chardev, "-netdev", netdev, "-device", device]
 
 
-def pci_nic_args(model, netdev, addr, mac=None, dump=None, dump_queue="rx"):
+def pci_nic_args(model, netdev, addr, mac=None, dump=None, dump_queue="rx", function=0, multifunction=False,
+                 iommu=False):
     """QEMU options for one emulated PCI NIC in slot `addr` (0000:00:ADDR.0 in the guest) on the
     netdev options `netdev` (whose id= names it): `model` e1000e (an 82574L, 8086:10d3) or
     virtio-net-pci (modern only: 1af4:1041). No option ROM. `dump` names a pcap file that gets
-    what the guest sends through this NIC (QEMU's filter-dump on the backend's receive queue)."""
+    what the guest sends through this NIC (QEMU's filter-dump on the backend's receive queue).
+    iommu: the guest has an IOMMU (Guest(iommu=True)), and virtio-net-pci is put behind it
+    (iommu_platform=on: it offers VIRTIO_F_ACCESS_PLATFORM and its DMA is translated; the e1000e's
+    always is).
+    `function` and `multifunction` put several NICs in one slot, which share an IOMMU group."""
     nid = re.search(r"(?:^|,)id=([^,]+)", netdev).group(1)
-    kind, _, rest = netdev.partition(",")
-    device = "{},netdev={},addr={:#x},romfile=".format(model, nid, addr)
+    device = "{},netdev={},addr={:#x}.{},romfile=".format(model, nid, addr, function)
+    if multifunction:
+        device += ",multifunction=on"
     if model == "virtio-net-pci":
         device += ",disable-legacy=on"
+        if iommu:
+            device += ",iommu_platform=on"
     if mac:
         device += ",mac=" + mac
     args = ["-netdev", netdev, "-device", device]
@@ -67,16 +75,20 @@ def dgram_netdev(nid, fd):
 class Guest:
     """One QEMU process. nics: lists of options from netdev_args(); ip: eth0's address/prefix;
     append: more kernel parameters (ws.run=NAME runs a baked-in script); log: a file that gets
-    the console as it is read."""
+    the console as it is read; iommu: a q35 machine with QEMU's Intel IOMMU, which the kernel turns
+    on (intel_iommu=on) with its own devices passed through (iommu=pt: kernel drivers and
+    uio_pci_generic keep physical addresses; vfio-pci gets a translated domain)."""
 
     def __init__(self, kernel, initrd, nics=(), ip=None, smp=1, mem_mb=512, append="", log=None, name="guest",
-                 cpu="max", shared_memory=True, pass_fds=()):
+                 cpu="max", shared_memory=True, pass_fds=(), iommu=False):
         self.name = name
         self.pass_fds = tuple(pass_fds)
         self.log = log
         cmdline = "console=ttyS0 panic=-1 quiet"
         if ip:
             cmdline += " ws.ip=" + ip
+        if iommu:
+            cmdline += " intel_iommu=on iommu=pt"
         if append:
             cmdline += " " + append
         # cpu "max": every instruction TCG emulates (QEMU 7.2: up to AVX2), for binaries built
@@ -85,6 +97,8 @@ class Guest:
                      "-no-user-config",
                      "-display", "none", "-chardev", "stdio,id=con,signal=off", "-serial", "chardev:con",
                      "-no-reboot", "-kernel", kernel.vmlinuz, "-initrd", initrd, "-append", cmdline]
+        if iommu:  # the IOMMU comes before the devices it translates for
+            self.args += ["-machine", "q35", "-device", "intel-iommu,intremap=on"]
         if shared_memory:  # vhost-user needs the guest's memory in a file the backend can map
             self.args += ["-object", "memory-backend-memfd,id=mem,size={}M,share=on".format(mem_mb),
                           "-numa", "node,memdev=mem"]

@@ -3,9 +3,11 @@
 // from which packet buffers and rings are carved. A vhost-user peer maps the same memory by the
 // fd, so the arena holds nothing a peer must not read or write: no pointer of ours (mbuf headers
 // are in PrivateMemory), and its size is sealed so that a peer cannot shrink it under us.
-// IOVA, the address a device is given for DMA: the virtual address (virtual devices, or a
-// device behind an IOMMU), or the physical address of hugetlb pages (a PCI device on
-// uio_pci_generic, which has no IOMMU), learnt from /proc/self/pagemap.
+// IOVA, the address a device is given for DMA: the virtual address (virtual devices), the
+// address at which an IOMMU maps the arena (a device on vfio-pci: the arena is mapped whole, in
+// one piece, at an IOVA chosen inside the IOMMU's aperture, which our virtual addresses may lie
+// above), or the physical address of hugetlb pages (a PCI device on uio_pci_generic, which has
+// no IOMMU), learnt from /proc/self/pagemap.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -69,10 +71,13 @@ class Arena {
   /// device too: allocate() never makes a block of at most one page cross one.
   std::uint64_t iova(const void* p) const noexcept {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
-    if (iova_mode_ == IovaMode::va) return a;
+    if (iova_mode_ == IovaMode::va) return a + iova_offset_;
     const std::size_t off = a - reinterpret_cast<std::uintptr_t>(base_);
     return page_iova_[off >> page_shift_] + (off & (page_ - 1));
   }
+  /// va mode: an IOMMU maps the arena's first byte at `iova`, the rest after it in order; from
+  /// now on iova() gives those addresses. Called before anything is carved (mbufs keep theirs).
+  void set_iova_base(std::uint64_t iova) noexcept { iova_offset_ = iova - reinterpret_cast<std::uintptr_t>(base_); }
   /// Whether IOVAs are contiguous across the whole arena (va mode), so objects may cross pages.
   bool iova_contiguous() const { return iova_mode_ == IovaMode::va; }
 
@@ -87,6 +92,7 @@ class Arena {
   std::size_t page_;
   bool huge_;
   IovaMode iova_mode_ = IovaMode::va;
+  std::uint64_t iova_offset_ = 0;  // va mode: IOVA - virtual address (wraps; 0 without an IOMMU)
   unsigned page_shift_ = 0;
   std::vector<std::uint64_t> page_iova_;  // pa mode: physical address of each page
   mutable std::mutex mutex_;

@@ -180,6 +180,26 @@ TEST(ArenaIova, VirtualModeIsTheAddress) {
   EXPECT_EQ(a->iova(a->base() + 12345), reinterpret_cast<std::uint64_t>(a->base() + 12345));
 }
 
+// What an IOMMU mapping gives (vfio-pci): the arena at a base IOVA inside the aperture, far below
+// our virtual addresses; every buffer then carries base + offset.
+TEST(ArenaIova, AnIommuBaseShiftsEveryIova) {
+  auto a = make(4 * mib, HugePolicy::never);
+  ASSERT_TRUE(a);
+  constexpr std::uint64_t base = 2 * mib;
+  a->set_iova_base(base);
+  EXPECT_EQ(a->iova_mode(), IovaMode::va);
+  EXPECT_TRUE(a->iova_contiguous());
+  EXPECT_EQ(a->iova(a->base()), base);
+  EXPECT_EQ(a->iova(a->base() + 12345), base + 12345);
+  auto pool = PktmbufPool::create(*a, {"iommu", 64, 0});
+  ASSERT_TRUE(pool) << pool.error().message;
+  Mbuf* m = (*pool)->alloc();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->buf_iova, base + static_cast<std::uint64_t>(reinterpret_cast<std::byte*>(m->buf_addr) - a->base()));
+  EXPECT_LT(m->buf_iova + m->buf_len, base + a->size_bytes());
+  mbuf_free(m);
+}
+
 TEST(ArenaIova, PhysicalModeNeedsHugePages) {
   auto a = Arena::create({"pa_small_pages", 4 * mib, HugePolicy::never, IovaMode::pa});
   ASSERT_FALSE(a);

@@ -8,6 +8,7 @@
 #include "ws/core/log.hpp"
 #include "ws/drivers/builtin.hpp"
 #include "ws/pci/device.hpp"
+#include "ws/pci/vfio.hpp"
 
 namespace ws {
 namespace {
@@ -50,6 +51,10 @@ void apply_log_options(const EalOptions& options) {
 struct Eal::PciPort {
   pci::Device device;
   std::string devargs;  // "0000:00:04.0[,key=value...]"
+};
+
+struct Eal::Vfio {
+  std::unique_ptr<pci::vfio::Container> container;
 };
 
 Eal::Eal(EalOptions options) : options_(std::move(options)) {}
@@ -101,22 +106,55 @@ Result<void> Eal::find_pci_devices() {
   } else {
     for (pci::Device& dev : pci::scan()) {
       const bool blocked = std::find(o.pci_block.begin(), o.pci_block.end(), dev.address()) != o.pci_block.end();
-      if (blocked || dev.driver() != "uio_pci_generic" || !drivers_.find_for_pci(dev.id())) continue;
+      const bool ours = dev.driver() == "uio_pci_generic" || dev.on_vfio();
+      if (blocked || !ours || !drivers_.find_for_pci(dev.id())) continue;
       std::string name = dev.name();
       pci_.push_back({std::move(dev), std::move(name)});
     }
   }
-  if (!pci_.empty() && o.iova_mode == IovaMode::va)
+  return open_vfio();
+}
+
+// One IOVA mode serves the whole arena: IOVAs the IOMMU translates for devices on vfio-pci,
+// physical addresses for those on uio_pci_generic (or on no driver), which no IOMMU translates.
+// So the devices of one run are all on vfio-pci or none is. Their container and device fds are
+// opened here, before any memory: a group that is not viable starts nothing.
+Result<void> Eal::open_vfio() {
+  const auto vfio = std::find_if(pci_.begin(), pci_.end(), [](const PciPort& p) { return p.device.on_vfio(); });
+  const auto other = std::find_if(pci_.begin(), pci_.end(), [](const PciPort& p) { return !p.device.on_vfio(); });
+  if (vfio != pci_.end() && other != pci_.end())
     return fail(
-        "--iova-mode=va: PCI device {} is on uio_pci_generic, which has no IOMMU, so the device needs "
-        "physical addresses: use --iova-mode=pa (the default with PCI devices)",
-        pci_.front().device.describe());
+        "PCI device {} is on vfio-pci and PCI device {} on {}: one run drives its devices through the IOMMU "
+        "or without it, not both; bind {} to vfio-pci too: {}",
+        vfio->device.describe(), other->device.describe(),
+        other->device.driver().empty() ? "no driver" : other->device.driver(), other->device.name(),
+        pci::bind_commands(other->device.address(), other->device.driver(), pci::vfio::driver_name));
+  if (other != pci_.end() && options_.iova_mode == IovaMode::va)
+    return fail(
+        "--iova-mode=va: PCI device {} is on {}, which has no IOMMU, so the device needs physical addresses: use "
+        "--iova-mode=pa (the default with uio_pci_generic), or put the device behind the IOMMU: {}",
+        other->device.describe(), other->device.driver().empty() ? "no driver" : other->device.driver(),
+        pci::bind_commands(other->device.address(), other->device.driver(), pci::vfio::driver_name));
+  if (vfio == pci_.end()) return {};
+  if (options_.iova_mode == IovaMode::pa)
+    return fail(
+        "--iova-mode=pa: PCI device {} is on vfio-pci, behind the IOMMU, which translates the IOVAs we choose "
+        "inside its aperture: drop --iova-mode (va is the default with vfio-pci)",
+        vfio->device.describe());
+  auto container = pci::vfio::Container::open(vfio->device.describe());
+  if (!container) return std::unexpected(container.error());
+  vfio_ = std::make_unique<Vfio>(Vfio{std::move(*container)});
+  for (PciPort& p : pci_) {
+    auto fd = vfio_->container->add_device(p.device.name(), p.device.path(), p.device.describe());
+    if (!fd) return std::unexpected(fd.error());
+    p.device.attach_vfio(std::move(*fd));
+  }
   return {};
 }
 
 Result<void> Eal::create_memory(std::size_t arena_bytes, std::string_view memory_for) {
   const EalOptions& o = options_;
-  const IovaMode iova = o.iova_mode.value_or(pci_.empty() ? IovaMode::va : IovaMode::pa);
+  const IovaMode iova = o.iova_mode.value_or(pci_.empty() || vfio_ ? IovaMode::va : IovaMode::pa);
   std::size_t needed = arena_bytes + driver_arena_bytes;
   // Physical addresses: blocks of many objects start on a page (what each page loses to the
   // objects that do not fit is in PktmbufPool::memory_bytes()).
@@ -128,6 +166,11 @@ Result<void> Eal::create_memory(std::size_t arena_bytes, std::string_view memory
   auto arena = Arena::create({o.file_prefix, std::max(requested, needed), o.huge, iova});
   if (!arena) return std::unexpected(arena.error());
   arena_ = std::move(*arena);
+  if (vfio_) {  // the arena holds rings and packet buffers only (mbuf headers are private)
+    auto at = vfio_->container->map_dma(arena_->base(), arena_->size_bytes(), fmt::format("arena '{}'", o.file_prefix));
+    if (!at) return std::unexpected(at.error());
+    arena_->set_iova_base(*at);
+  }
   return {};
 }
 

@@ -45,11 +45,13 @@ class Eal {
  public:
   /// Applies the log and SIMD options, makes the calling thread the main lcore (pinned),
   /// registers the built-in drivers, finds the PCI devices to drive (those of -a, each checked;
-  /// else every device on uio_pci_generic that a driver takes, but those of -b; none with
-  /// --no-pci), maps an arena of `arena_bytes` (what the application's pools need, e.g.
-  /// PktmbufPool::memory_bytes(), plus 4 MiB for drivers' rings; -m when larger; an error when -m
-  /// is smaller) in the IOVA mode the devices need (--iova-mode, else physical addresses when a
-  /// PCI device is driven), and creates one port per PCI device, in address order, then one per
+  /// else every device on vfio-pci or uio_pci_generic that a driver takes, but those of -b; none
+  /// with --no-pci), opens the VFIO container of those on vfio-pci, maps an arena of
+  /// `arena_bytes` (what the application's pools need, e.g. PktmbufPool::memory_bytes(), plus
+  /// 4 MiB for drivers' rings; -m when larger; an error when -m is smaller) in the IOVA mode the
+  /// devices need (--iova-mode, else IOVAs in the IOMMU's aperture with vfio-pci, the arena
+  /// mapped for DMA whole, and physical addresses with uio_pci_generic), and creates one port per PCI device, in
+  /// address order, then one per
   /// --vdev, in order (port id = position). Ports are created, not configured. Nothing is
   /// allocated before every device is checked. Errors name the option or device at fault.
   /// `memory_for` says what the arena bytes are for, in the error when -m is too small (e.g.
@@ -105,14 +107,17 @@ class Eal {
  private:
   explicit Eal(EalOptions options);
   Result<void> find_pci_devices();  // the PCI devices to drive, checked, before any memory
+  Result<void> open_vfio();         // the IOVA mode they need; their VFIO container and fds
   Result<void> create_memory(std::size_t arena_bytes, std::string_view memory_for);
   Result<void> create_ports();
 
   struct PciPort;  // a PCI device and its device string (eal.cpp: ws/pci stays internal)
+  struct Vfio;     // the VFIO container of the devices on vfio-pci
   EalOptions options_;
   DriverRegistry drivers_;
   std::vector<PciPort> pci_;  // in address order (as DPDK's bus scan); outlive their ports
   std::unique_ptr<Arena> arena_;
+  std::unique_ptr<Vfio> vfio_;  // after the arena: its DMA mappings go before the arena does
   std::vector<std::unique_ptr<PktmbufPool>> pools_;
   std::vector<std::unique_ptr<Port>> ports_;  // declared last: destroyed before pools and arena
 };

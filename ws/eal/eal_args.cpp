@@ -84,7 +84,8 @@ struct EalSpec {
 constexpr auto H = OptionStatus::honoured;
 constexpr auto A = OptionStatus::accepted;
 constexpr auto R = OptionStatus::refused;
-constexpr std::string_view no_vfio = "wirespeed has no VFIO driver yet: PCI devices are driven through uio_pci_generic";
+constexpr std::string_view no_vfio_intr = "devices on vfio-pci are polled: VFIO interrupts are not set up yet";
+constexpr std::string_view no_vf_token = "SR-IOV virtual functions are not driven: VFIO takes no VF token";
 constexpr std::string_view no_trace = "wirespeed has no trace points; profile with perf instead";
 
 // Every EAL option of DPDK 22.11, in the order of its --help. Honoured ones are parsed in
@@ -146,8 +147,8 @@ constexpr EalSpec eal_table[] = {
     {"--file-prefix", "", true, "Prefix for hugepage filenames", H, ""},
     {"--create-uio-dev", "", false, "Create /dev/uioX (usually done by hotplug)", A,
      "the /dev/uioN nodes are udev's (or devtmpfs') to create"},
-    {"--vfio-intr", "", true, "Interrupt mode for VFIO (legacy|msi|msix)", R, no_vfio},
-    {"--vfio-vf-token", "", true, "VF token (UUID) shared between SR-IOV PF and VFs", R, no_vfio},
+    {"--vfio-intr", "", true, "Interrupt mode for VFIO (legacy|msi|msix)", R, no_vfio_intr},
+    {"--vfio-vf-token", "", true, "VF token (UUID) shared between SR-IOV PF and VFs", R, no_vf_token},
     {"--legacy-mem", "", false, "Legacy memory mode (no dynamic allocation, contiguous segments)", A,
      "the arena is always one segment allocated at start-up"},
     {"--single-file-segments", "", false, "Put all hugepage memory in single files", A,

@@ -16,13 +16,15 @@
 #include <optional>
 #include <sstream>
 
+#include "ws/pci/vfio.hpp"
+
 namespace ws::pci {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The drivers that leave a device to a userspace driver. vfio-pci does too, but the VFIO path
-// (an IOMMU container and DMA mappings) is not implemented: it is refused with its own message.
+// The drivers that leave a device to a userspace driver: vfio-pci (behind the IOMMU) and
+// uio_pci_generic (no IOMMU: the device is given physical addresses).
 constexpr std::string_view uio_driver = "uio_pci_generic";
 
 std::optional<std::string> read_line(const std::string& path) {
@@ -78,10 +80,10 @@ Bar::~Bar() {
   if (base_ != nullptr) ::munmap(base_, size_);
 }
 
-std::string bind_commands(const Address& address, std::string_view driver) {
+std::string bind_commands(const Address& address, std::string_view driver, std::string_view to) {
   const std::string a = address.to_string();
-  std::string cmds = "modprobe uio_pci_generic; ";
-  cmds += fmt::format("echo uio_pci_generic > /sys/bus/pci/devices/{}/driver_override; ", a);
+  std::string cmds = fmt::format("modprobe {}; ", to);
+  cmds += fmt::format("echo {} > /sys/bus/pci/devices/{}/driver_override; ", to, a);
   if (!driver.empty()) cmds += fmt::format("echo {} > /sys/bus/pci/devices/{}/driver/unbind; ", a, a);
   cmds += fmt::format("echo {} > /sys/bus/pci/drivers_probe", a);
   return cmds;
@@ -134,6 +136,13 @@ Result<Device> Device::open(const Address& address, std::string root) {
 std::string Device::describe() const { return fmt::format("{} ({:04x}:{:04x})", name(), id_.vendor, id_.device); }
 
 Result<std::vector<std::uint8_t>> Device::config() const {
+  if (vfio_) {
+    auto bytes = vfio_->read_config(0, 4096);
+    if (bytes && bytes->size() < 64)
+      return fail("PCI device {}: VFIO gives {} bytes of config space, less than the 64-byte header", describe(),
+                  bytes->size());
+    return bytes;
+  }
   const std::string path = path_ + "/config";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail("PCI device {}: cannot open {}: {}", describe(), path, std::strerror(errno));
@@ -148,6 +157,7 @@ Result<std::vector<std::uint8_t>> Device::config() const {
 }
 
 Result<void> Device::write_config(std::size_t offset, const void* data, std::size_t len) const {
+  if (vfio_) return vfio_->write_config(offset, data, len);
   const std::string path = path_ + "/config";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0)
@@ -196,6 +206,11 @@ Result<Bar> Device::map_bar(unsigned index, std::size_t min_bytes, std::string_v
   if (b.size < min_bytes)
     return fail("PCI device {}: BAR {} ({}) is {} bytes; the driver needs at least {}", describe(), index, what, b.size,
                 min_bytes);
+  if (vfio_) {
+    auto mapped = vfio_->map_bar(index, min_bytes, what);
+    if (!mapped) return std::unexpected(mapped.error());
+    return Bar(mapped->first, mapped->second);
+  }
   const std::string path = fmt::format("{}/resource{}", path_, index);
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_SYNC);
   if (fd < 0) return fail("PCI device {}: cannot open {}: {} (needs root)", describe(), path, std::strerror(errno));
@@ -207,18 +222,16 @@ Result<Bar> Device::map_bar(unsigned index, std::size_t min_bytes, std::string_v
   return Bar(static_cast<std::byte*>(p), b.size);
 }
 
+bool Device::on_vfio() const { return driver_ == vfio::driver_name; }
+
 Result<void> Device::check_binding() const {
-  if (driver_.empty() || driver_ == uio_driver) return {};
-  if (driver_ == "vfio-pci")
-    return fail(
-        "PCI device {} is bound to vfio-pci, and this build drives PCI devices through uio_pci_generic "
-        "only; to hand it over: {}",
-        describe(), bind_commands(address_, driver_));
+  if (driver_.empty() || driver_ == uio_driver || on_vfio()) return {};
   return fail(
       "PCI device {} is bound to the kernel driver {}; wirespeed never takes a device from a kernel driver "
       "itself. If nothing on this machine needs it (check that it is not your management interface), hand "
-      "it over with: {}",
-      describe(), driver_, bind_commands(address_, driver_));
+      "it over to vfio-pci, behind the IOMMU: {}; or, on a machine without an IOMMU, to uio_pci_generic: {}",
+      describe(), driver_, bind_commands(address_, driver_, vfio::driver_name),
+      bind_commands(address_, driver_, uio_driver));
 }
 
 Result<void> Device::enable() const {

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A PCI device as Linux's sysfs shows it (/sys/bus/pci/devices/<address>): its ids, the kernel
-// driver bound to it, its config space and capability list, its BARs (mapped through the
-// resourceN files), and the command register. We drive a device only when it is bound to
-// uio_pci_generic or to no driver; we never unbind a kernel driver ourselves.
+// driver bound to it, its config space and capability list, its BARs and the command register.
+// We drive a device bound to vfio-pci (then config space and BARs go through its VFIO device fd,
+// attach_vfio()), or to uio_pci_generic or no driver (then through sysfs' config and resourceN
+// files); we never unbind a kernel driver ourselves.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,10 @@
 #include "ws/pci/address.hpp"
 
 namespace ws::pci {
+
+namespace vfio {
+class DeviceFd;
+}
 
 inline constexpr std::string_view sysfs_devices = "/sys/bus/pci/devices";
 
@@ -109,9 +115,13 @@ class Device {
   // refused, naming both sizes). `what` says what the driver uses it for.
   Result<Bar> map_bar(unsigned index, std::size_t min_bytes, std::string_view what) const;
 
-  // Bound to uio_pci_generic, or to no driver: ours to drive. Otherwise the error names the
-  // driver and gives the commands that hand the device over (as dpdk-devbind does).
+  // Bound to vfio-pci or uio_pci_generic, or to no driver: ours to drive. Otherwise the error
+  // names the driver and gives the commands that hand the device over (as dpdk-devbind does).
   Result<void> check_binding() const;
+  // Bound to vfio-pci: reached through VFIO, behind the IOMMU.
+  bool on_vfio() const;
+  // From now on config space and BARs go through this VFIO device fd (Eal opens it).
+  void attach_vfio(std::shared_ptr<const vfio::DeviceFd> fd) { vfio_ = std::move(fd); }
   // Memory decoding and bus mastering on, INTx off (we poll). After check_binding().
   Result<void> enable() const;
 
@@ -124,10 +134,12 @@ class Device {
   int numa_node_ = -1;
   std::string driver_;
   std::vector<BarInfo> bars_;
+  std::shared_ptr<const vfio::DeviceFd> vfio_;
 };
 
-// The commands that give device `address` (bound to `driver`, "" for none) to uio_pci_generic.
-std::string bind_commands(const Address& address, std::string_view driver);
+// The commands that give device `address` (bound to `driver`, "" for none) to `to` (vfio-pci or
+// uio_pci_generic).
+std::string bind_commands(const Address& address, std::string_view driver, std::string_view to);
 
 // Every device under `root`, in address order.
 std::vector<Device> scan(const std::string& root = std::string(sysfs_devices));

@@ -146,11 +146,27 @@ TEST_F(FakeSysfs, KernelDriverIsRefusedWithTheBindCommands) {
   ASSERT_FALSE(ok);
   const std::string& m = ok.error().message;
   EXPECT_NE(m.find("0000:00:03.0 (1af4:1041) is bound to the kernel driver virtio-pci"), std::string::npos) << m;
+  EXPECT_NE(m.find("modprobe vfio-pci; echo vfio-pci > /sys/bus/pci/devices/0000:00:03.0/driver_override"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("echo uio_pci_generic > /sys/bus/pci/devices/0000:00:03.0/driver_override"), std::string::npos) << m;
   EXPECT_NE(m.find("echo 0000:00:03.0 > /sys/bus/pci/devices/0000:00:03.0/driver/unbind"), std::string::npos) << m;
   EXPECT_NE(m.find("echo 0000:00:03.0 > /sys/bus/pci/drivers_probe"), std::string::npos) << m;
   // Unbound: nothing to unbind in the commands, and the device is ours to drive.
-  EXPECT_EQ(bind_commands(d->address(), "").find("unbind"), std::string::npos);
+  EXPECT_EQ(bind_commands(d->address(), "", "vfio-pci").find("unbind"), std::string::npos);
+}
+
+TEST_F(FakeSysfs, VfioPciAndUioAreOursToDrive) {
+  fs::create_directories(root_ / "drivers" / "vfio-pci");
+  add("0000:00:03.0", 0x1af4, 0x1041, "vfio-pci", {});
+  add("0000:00:04.0", 0x8086, 0x10d3, "uio_pci_generic", {});
+  auto v = Device::open(*Address::parse("0000:00:03.0"), devices());
+  auto u = Device::open(*Address::parse("0000:00:04.0"), devices());
+  ASSERT_TRUE(v && u);
+  EXPECT_TRUE(v->check_binding());
+  EXPECT_TRUE(v->on_vfio());
+  EXPECT_TRUE(u->check_binding());
+  EXPECT_FALSE(u->on_vfio());
 }
 
 TEST_F(FakeSysfs, CapabilityListIsWalkedAndCheckedAsHostileInput) {
