@@ -80,7 +80,8 @@ Result<std::unique_ptr<Eal>> Eal::create(EalOptions options, std::size_t arena_b
 }
 
 // As DPDK's PCI bus: with -a, those devices (each must exist, have a driver and be ours to
-// drive); otherwise every device bound to uio_pci_generic that a driver takes, but those of -b.
+// drive); otherwise every device bound to vfio-pci or uio_pci_generic that a driver takes, but
+// those of -b.
 // Checked before anything is allocated, so a bad device starts nothing.
 Result<void> Eal::find_pci_devices() {
   const EalOptions& o = options_;
