@@ -210,7 +210,8 @@ struct GsoSubjects {
   std::vector<std::uint8_t> frame;
 };
 
-void add_gso_case(std::vector<Case>& cases) {
+// The pools on both sides and a 6-segment TCP frame to split.
+std::shared_ptr<GsoSubjects> make_gso_subjects() {
   auto s = std::make_shared<GsoSubjects>();
   s->dpdk_direct = rte_pktmbuf_pool_create("gso_direct", 8191, 256, 0, 9216 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
   s->dpdk_indirect = rte_pktmbuf_pool_create("gso_indirect", 8191, 256, 0, 0, SOCKET_ID_ANY);
@@ -231,51 +232,57 @@ void add_gso_case(std::vector<Case>& cases) {
   spec.l4_proto = ws::ip_proto_tcp;
   spec.payload_bytes = 6 * 1448;
   s->frame = ws::build_frame(spec).bytes;
+  return s;
+}
+
+// One input packet through rte_gso_segment, its segments freed; returns how many.
+std::uint64_t dpdk_gso_once(const GsoSubjects& s) {
+  rte_mbuf* m = rte_pktmbuf_alloc(s.dpdk_direct);
+  if (m == nullptr) die("gso: DPDK's pool is empty");
+  char* d = rte_pktmbuf_append(m, static_cast<std::uint16_t>(s.frame.size()));
+  std::memcpy(d, s.frame.data(), s.frame.size());
+  m->l2_len = 14;
+  m->l3_len = 20;
+  m->l4_len = 20;
+  m->tso_segsz = 1448;
+  m->ol_flags = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4;
+  rte_gso_ctx ctx{};
+  ctx.direct_pool = s.dpdk_direct;
+  ctx.indirect_pool = s.dpdk_indirect;
+  ctx.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
+  ctx.gso_size = 1448 + 54;
+  rte_mbuf* out[16];
+  const int n = rte_gso_segment(m, &ctx, out, 16);
+  if (n != 6) die(fmt::format("rte_gso_segment returned {}, expected 6 segments", n));
+  for (int k = 0; k < n; ++k) rte_pktmbuf_free(out[k]);
+  rte_pktmbuf_free(m);  // rte_gso_segment never frees its input
+  return static_cast<std::uint64_t>(n);
+}
+
+// The same through ws::gso_segment, checksums in software when `sw`.
+std::uint64_t ours_gso_once(const GsoSubjects& s, bool sw) {
+  ws::Mbuf* m = s.ours_in->alloc();
+  if (m == nullptr) die("gso: our pool is empty");
+  std::memcpy(m->append(static_cast<std::uint16_t>(s.frame.size())), s.frame.data(), s.frame.size());
+  m->l2_len = 14;
+  m->l3_len = 20;
+  m->l4_len = 20;
+  m->tso_segsz = 1448;
+  m->ol_flags = ws::mbuf_flag::tx_tcp_seg | ws::mbuf_flag::tx_ipv4;
+  ws::Mbuf* out[16];
+  auto n = ws::gso_segment(m, {s.ours_hdr.get(), s.ours_ind.get(), sw}, out);
+  if (!n || *n != 6) die("gso_segment did not give 6 segments");
+  ws::mbuf_free_bulk(std::span<ws::Mbuf* const>(out, *n));
+  return *n;
+}
+
+void add_gso_case(std::vector<Case>& cases) {
+  auto s = make_gso_subjects();
   const unsigned iterations = 20000;
   for (bool sw : {false, true}) {
     cases.push_back({sw ? "gso tcp/ipv4 6x1448, ours +sw cksums" : "gso tcp/ipv4 6x1448 (per input pkt)", iterations,
-                     [s] {
-                       return time_loop(iterations, [&](unsigned) -> std::uint64_t {
-                         rte_mbuf* m = rte_pktmbuf_alloc(s->dpdk_direct);
-                         if (m == nullptr) die("gso: DPDK's pool is empty");
-                         char* d = rte_pktmbuf_append(m, static_cast<std::uint16_t>(s->frame.size()));
-                         std::memcpy(d, s->frame.data(), s->frame.size());
-                         m->l2_len = 14;
-                         m->l3_len = 20;
-                         m->l4_len = 20;
-                         m->tso_segsz = 1448;
-                         m->ol_flags = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IPV4;
-                         rte_gso_ctx ctx{};
-                         ctx.direct_pool = s->dpdk_direct;
-                         ctx.indirect_pool = s->dpdk_indirect;
-                         ctx.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
-                         ctx.gso_size = 1448 + 54;
-                         rte_mbuf* out[16];
-                         const int n = rte_gso_segment(m, &ctx, out, 16);
-                         if (n != 6) die(fmt::format("rte_gso_segment returned {}, expected 6 segments", n));
-                         for (int k = 0; k < n; ++k) rte_pktmbuf_free(out[k]);
-                         rte_pktmbuf_free(m);  // rte_gso_segment never frees its input
-                         return static_cast<std::uint64_t>(n);
-                       });
-                     },
-                     [s, sw] {
-                       return time_loop(iterations, [&](unsigned) -> std::uint64_t {
-                         ws::Mbuf* m = s->ours_in->alloc();
-                         if (m == nullptr) die("gso: our pool is empty");
-                         std::memcpy(m->append(static_cast<std::uint16_t>(s->frame.size())), s->frame.data(),
-                                     s->frame.size());
-                         m->l2_len = 14;
-                         m->l3_len = 20;
-                         m->l4_len = 20;
-                         m->tso_segsz = 1448;
-                         m->ol_flags = ws::mbuf_flag::tx_tcp_seg | ws::mbuf_flag::tx_ipv4;
-                         ws::Mbuf* out[16];
-                         auto n = ws::gso_segment(m, {s->ours_hdr.get(), s->ours_ind.get(), sw}, out);
-                         if (!n || *n != 6) die("gso_segment did not give 6 segments");
-                         ws::mbuf_free_bulk(std::span<ws::Mbuf* const>(out, *n));
-                         return *n;
-                       });
-                     }});
+                     [s] { return time_loop(iterations, [&](unsigned) { return dpdk_gso_once(*s); }); },
+                     [s, sw] { return time_loop(iterations, [&](unsigned) { return ours_gso_once(*s, sw); }); }});
   }
 }
 

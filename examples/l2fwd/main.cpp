@@ -89,38 +89,29 @@ void print_stats(const std::vector<std::uint16_t>& ports, const std::vector<Port
   std::fflush(stdout);
 }
 
-}  // namespace
+// DPDK's l2fwd pool: every port's descriptors, a burst and each lcore's cache.
+ws::PktmbufPool::Options pool_options_for(const ws::EalOptions& eal) {
+  const std::size_t nb_ports = eal.vdevs.size();
+  const std::size_t nb_lcores = eal.lcores.size();
+  const std::size_t count = std::max<std::size_t>(nb_ports * (2 * descriptors + max_burst + nb_lcores * 256), 8192);
+  return {"mbuf_pool", static_cast<std::uint32_t>(count), 256};
+}
 
-int main(int argc, char** argv) {
-  const ws::SplitArgs args = ws::split_args(argc, argv);
-  auto eal_options = ws::parse_eal_args(args.eal);
-  if (!eal_options) usage_error(eal_options.error().message);
-  Options opt = parse_app_args(args.app);
-  const std::size_t nb_ports = eal_options->vdevs.size();
-  const std::size_t nb_lcores = eal_options->lcores.size();
-  // DPDK's l2fwd pool: every port's descriptors, a burst and each lcore's cache.
-  const ws::PktmbufPool::Options pool_options{"mbuf_pool",
-                                              static_cast<std::uint32_t>(std::max<std::size_t>(
-                                                  nb_ports * (2 * descriptors + max_burst + nb_lcores * 256), 8192)),
-                                              256};
-  auto eal = ws::Eal::create(std::move(*eal_options), ws::PktmbufPool::memory_bytes(pool_options));
-  if (!eal) usage_error(eal.error().message);
-  if ((*eal)->port_count() == 0)
-    usage_error("no ports: give them with --vdev (e.g. --vdev net_null0 --vdev net_null1)");
-  auto ports = ws::parse_port_mask(opt.portmask, (*eal)->port_count());
-  if (!ports) usage_error("-p: " + ports.error().message);
-  opt.ports = *ports;
-  auto pool = (*eal)->create_pktmbuf_pool(pool_options);
-  if (!pool) usage_error(pool.error().message);
-
-  std::vector<std::uint16_t> dst((*eal)->port_count());
-  for (std::size_t i = 0; i < opt.ports.size(); ++i) {  // pairs in order; an odd last port sends to itself
-    const std::uint16_t p = opt.ports[i];
-    dst[p] = i % 2 == 1 ? opt.ports[i - 1] : (i + 1 < opt.ports.size() ? opt.ports[i + 1] : p);
+// The port each port sends to: pairs in order; an odd last port sends to itself.
+std::vector<std::uint16_t> pair_ports(const std::vector<std::uint16_t>& ports, std::uint16_t port_count) {
+  std::vector<std::uint16_t> dst(port_count);
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    const std::uint16_t p = ports[i];
+    dst[p] = i % 2 == 1 ? ports[i - 1] : (i + 1 < ports.size() ? ports[i + 1] : p);
   }
-  if (opt.ports.size() % 2) std::printf("Notice: odd number of ports in portmask.\n");
-  // Each lcore (the main one included) receives on up to -q ports.
-  const std::vector<unsigned> lcores = (*eal)->lcore_ids();
+  if (ports.size() % 2) std::printf("Notice: odd number of ports in portmask.\n");
+  return dst;
+}
+
+// Each lcore (the main one included) receives on up to -q ports: the ports each lcore polls,
+// in the order of `lcores`.
+std::vector<std::vector<std::uint16_t>> assign_rx_ports(const Options& opt, const std::vector<unsigned>& lcores,
+                                                        const std::vector<std::uint16_t>& dst) {
   std::vector<std::vector<std::uint16_t>> rx_ports(lcores.size());
   std::size_t lc = 0;
   for (std::uint16_t p : opt.ports) {
@@ -130,55 +121,94 @@ int main(int argc, char** argv) {
     rx_ports[lc].push_back(p);
     std::printf("Lcore %u: RX port %u TX port %u\n", lcores[lc], p, dst[p]);
   }
-  for (std::uint16_t p : opt.ports) {
-    ws::Port& port = (*eal)->port(p);
-    auto ok = port.configure({});
-    if (ok) ok = port.setup_rx_queue(0, {descriptors, *pool});
-    if (ok) ok = port.setup_tx_queue(0, {descriptors});
-    if (ok) ok = port.set_promiscuous(true);
-    if (ok) ok = port.start();
-    if (!ok) usage_error("port " + std::to_string(p) + ": " + ok.error().message);
-    std::printf("Port %u, MAC address: %s\n", p, port.mac().to_string().c_str());
+  return rx_ports;
+}
+
+// One RX and one TX queue, promiscuous, started.
+void start_port(ws::Port& port, std::uint16_t p, ws::PktmbufPool& pool) {
+  auto ok = port.configure({});
+  if (ok) ok = port.setup_rx_queue(0, {descriptors, &pool});
+  if (ok) ok = port.setup_tx_queue(0, {descriptors});
+  if (ok) ok = port.set_promiscuous(true);
+  if (ok) ok = port.start();
+  if (!ok) usage_error("port " + std::to_string(p) + ": " + ok.error().message);
+  std::printf("Port %u, MAC address: %s\n", p, port.mac().to_string().c_str());
+}
+
+// What the lcores share while they forward.
+struct Forwarding {
+  ws::Eal& eal;
+  const Options& opt;
+  std::vector<std::uint16_t> dst;  // the port each port's packets go to
+  std::vector<PortCounters> counters;
+};
+
+// A burst received on port p goes out of its pair, addressed as -p's help says (unless
+// --no-mac-updating); what the TX queue does not take is dropped.
+void forward(Forwarding& fwd, std::uint16_t p, ws::Mbuf** pkts, std::uint16_t n) {
+  const std::uint16_t d = fwd.dst[p];
+  ws::Port& out = fwd.eal.port(d);
+  if (fwd.opt.mac_updating) {
+    const ws::MacAddress src = out.mac(), to{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(d)}};
+    for (std::uint16_t i = 0; i < n; ++i) {
+      auto* eth = pkts[i]->data<ws::EtherHdr>();
+      eth->dst = to;
+      eth->src = src;
+    }
   }
-  std::vector<PortCounters> counters((*eal)->port_count());
+  const std::uint16_t sent = out.tx_burst(0, pkts, n);
+  if (sent < n) ws::mbuf_free_bulk({pkts + sent, std::size_t(n - sent)});
+  fwd.counters[p].rx.add(n);
+  fwd.counters[d].tx.add(sent);
+  fwd.counters[d].dropped.add(n - sent);
+}
+
+// An lcore's loop until SIGINT or SIGTERM: poll its ports; the main lcore also prints the
+// statistics every -T seconds.
+void run_lcore(Forwarding& fwd, const std::vector<std::uint16_t>& mine, bool main) {
+  const std::uint64_t period = fwd.opt.period_s * ws::tsc_hz();
+  ws::Mbuf* pkts[max_burst];
+  std::uint64_t last = ws::rdtsc();
+  while (!force_quit.load(std::memory_order_relaxed)) {
+    for (std::uint16_t p : mine)
+      if (const std::uint16_t n = fwd.eal.port(p).rx_burst(0, pkts, max_burst); n != 0) forward(fwd, p, pkts, n);
+    if (main && period != 0 && ws::rdtsc() - last >= period) {
+      print_stats(fwd.opt.ports, fwd.counters);
+      last = ws::rdtsc();
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const ws::SplitArgs args = ws::split_args(argc, argv);
+  auto eal_options = ws::parse_eal_args(args.eal);
+  if (!eal_options) usage_error(eal_options.error().message);
+  Options opt = parse_app_args(args.app);
+  const ws::PktmbufPool::Options pool_options = pool_options_for(*eal_options);
+  auto eal = ws::Eal::create(std::move(*eal_options), ws::PktmbufPool::memory_bytes(pool_options));
+  if (!eal) usage_error(eal.error().message);
+  ws::Eal& e = **eal;
+  if (e.port_count() == 0) usage_error("no ports: give them with --vdev (e.g. --vdev net_null0 --vdev net_null1)");
+  auto ports = ws::parse_port_mask(opt.portmask, e.port_count());
+  if (!ports) usage_error("-p: " + ports.error().message);
+  opt.ports = *ports;
+  auto pool = e.create_pktmbuf_pool(pool_options);
+  if (!pool) usage_error(pool.error().message);
+
+  Forwarding fwd{e, opt, pair_ports(opt.ports, e.port_count()), std::vector<PortCounters>(e.port_count())};
+  const std::vector<unsigned> lcores = e.lcore_ids();
+  const std::vector<std::vector<std::uint16_t>> rx_ports = assign_rx_ports(opt, lcores, fwd.dst);
+  for (std::uint16_t p : opt.ports) start_port(e.port(p), p, **pool);
   std::signal(SIGINT, [](int) { force_quit = true; });
   std::signal(SIGTERM, [](int) { force_quit = true; });
 
-  const std::uint64_t period = opt.period_s * ws::tsc_hz();
-  (*eal)->run_on_lcores([&](unsigned lcore) {
-    std::size_t me = 0;
-    while (lcores[me] != lcore) ++me;
-    const bool main = lcore == (*eal)->main_lcore();
-    const std::vector<std::uint16_t>& mine = rx_ports[me];
-    ws::Mbuf* pkts[max_burst];
-    std::uint64_t last = ws::rdtsc();
-    while (!force_quit.load(std::memory_order_relaxed)) {
-      for (std::uint16_t p : mine) {
-        const std::uint16_t n = (*eal)->port(p).rx_burst(0, pkts, max_burst);
-        if (n == 0) continue;
-        const std::uint16_t d = dst[p];
-        ws::Port& out = (*eal)->port(d);
-        if (opt.mac_updating) {
-          const ws::MacAddress src = out.mac(), to{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(d)}};
-          for (std::uint16_t i = 0; i < n; ++i) {
-            auto* eth = pkts[i]->data<ws::EtherHdr>();
-            eth->dst = to;
-            eth->src = src;
-          }
-        }
-        const std::uint16_t sent = out.tx_burst(0, pkts, n);
-        if (sent < n) ws::mbuf_free_bulk({pkts + sent, std::size_t(n - sent)});
-        counters[p].rx.add(n);
-        counters[d].tx.add(sent);
-        counters[d].dropped.add(n - sent);
-      }
-      if (main && period != 0 && ws::rdtsc() - last >= period) {
-        print_stats(opt.ports, counters);
-        last = ws::rdtsc();
-      }
-    }
+  e.run_on_lcores([&](unsigned lcore) {
+    const auto me = static_cast<std::size_t>(std::find(lcores.begin(), lcores.end(), lcore) - lcores.begin());
+    run_lcore(fwd, rx_ports[me], lcore == e.main_lcore());
   });
-  print_stats(opt.ports, counters);
+  print_stats(opt.ports, fwd.counters);
   for (std::uint16_t p : opt.ports) std::printf("Closing port %u... Done\n", p);
   std::printf("Bye...\n");
   return 0;

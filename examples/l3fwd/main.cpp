@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 #include <ws/wirespeed.hpp>
@@ -201,31 +202,20 @@ struct Forwarder {
   }
 };
 
-}  // namespace
+// DPDK's l3fwd pool: every port's descriptors, a burst and each lcore's cache.
+ws::PktmbufPool::Options pool_options_for(const ws::EalOptions& eal, const Options& opt) {
+  const std::size_t count =
+      std::max<std::size_t>(eal.vdevs.size() * (opt.rxd + opt.txd + max_burst + eal.lcores.size() * 256), 8192);
+  return {"mbuf_pool", static_cast<std::uint32_t>(count), 256};
+}
 
-int main(int argc, char** argv) {
-  const ws::SplitArgs args = ws::split_args(argc, argv);
-  auto eal_options = ws::parse_eal_args(args.eal);
-  if (!eal_options) usage_error(eal_options.error().message);
-  const Options opt = parse_app_args(args.app);
-  const ws::PktmbufPool::Options pool_options{
-      "mbuf_pool",
-      static_cast<std::uint32_t>(std::max<std::size_t>(
-          eal_options->vdevs.size() * (opt.rxd + opt.txd + max_burst + eal_options->lcores.size() * 256), 8192)),
-      256};
-  auto eal = ws::Eal::create(std::move(*eal_options), ws::PktmbufPool::memory_bytes(pool_options));
-  if (!eal) usage_error(eal.error().message);
-  ws::Eal& e = **eal;
-  auto mask = ws::parse_port_mask(opt.portmask, e.port_count());
-  if (!mask) usage_error("-p: " + mask.error().message);
-  const std::vector<std::uint16_t> ports = *mask;
-  std::vector<bool> enabled(e.port_count());
-  for (std::uint16_t p : ports) enabled[p] = true;
+// The RX queues --config asks for (by default queue 0 of every port on the main lcore), checked
+// against -p and the EAL's lcores.
+std::vector<RxQueue> rx_queue_config(const ws::Eal& e, const Options& opt, const std::vector<std::uint16_t>& ports,
+                                     const std::vector<bool>& enabled) {
   std::vector<RxQueue> config = opt.config;
   if (config.empty())
     for (std::uint16_t p : ports) config.push_back({p, 0, e.main_lcore()});
-  const std::vector<unsigned> lcores = e.lcore_ids();
-  std::vector<std::uint16_t> rx_queues(e.port_count());
   for (const RxQueue& q : config) {
     const std::string where =
         "--config (" + std::to_string(q.port) + "," + std::to_string(q.queue) + "," + std::to_string(q.lcore) + "): ";
@@ -233,9 +223,20 @@ int main(int argc, char** argv) {
       usage_error(where + "port " + std::to_string(q.port) + " is not in -p " + opt.portmask);
     if (!e.has_lcore(q.lcore))
       usage_error(where + "lcore " + std::to_string(q.lcore) + " is not one of the EAL lcores");
-    rx_queues[q.port] = std::max<std::uint16_t>(rx_queues[q.port], static_cast<std::uint16_t>(q.queue + 1));
   }
-  // One route table for every lcore; routes to ports outside -p are skipped, as DPDK's l3fwd does.
+  return config;
+}
+
+// How many RX queues each port has: one past the highest --config gives it.
+std::vector<std::uint16_t> rx_queue_counts(const std::vector<RxQueue>& config, std::uint16_t port_count) {
+  std::vector<std::uint16_t> rx_queues(port_count);
+  for (const RxQueue& q : config)
+    rx_queues[q.port] = std::max<std::uint16_t>(rx_queues[q.port], static_cast<std::uint16_t>(q.queue + 1));
+  return rx_queues;
+}
+
+// One route table for every lcore; routes to ports outside -p are skipped, as DPDK's l3fwd does.
+std::unique_ptr<ws::Lpm4> make_route_table(const ws::Eal& e, const Options& opt, const std::vector<bool>& enabled) {
   auto lpm = ws::Lpm4::create({"l3fwd_lpm", 1024, 256, e.options().huge});
   if (!lpm) usage_error(lpm.error().message);
   for (const ws::Ipv4Route& r : load_routes(opt)) {
@@ -245,47 +246,88 @@ int main(int argc, char** argv) {
       usage_error((opt.rule_file.empty() ? "--route: " : "--rule_ipv4 " + opt.rule_file + ": ") + ok.error().message);
     }
   }
-  auto pool = e.create_pktmbuf_pool(pool_options);
-  if (!pool) usage_error(pool.error().message);
-  std::vector<ws::MacAddress> src(e.port_count()), dst(e.port_count());
-  for (std::uint16_t p = 0; p < e.port_count(); ++p)
+  return std::move(*lpm);
+}
+
+// The destination MAC of each port's packets: 02:00:00:00:00:<port> unless --eth-dest says.
+std::vector<ws::MacAddress> destination_macs(const Options& opt, std::uint16_t port_count) {
+  std::vector<ws::MacAddress> dst(port_count);
+  for (std::uint16_t p = 0; p < port_count; ++p)
     dst[p] = ws::MacAddress{{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(p)}};
   for (const auto& [p, mac] : opt.eth_dest)
-    if (p < e.port_count()) dst[p] = mac;
-  for (std::uint16_t p : ports) {  // every port gets RX queues per --config and a TX queue per lcore
-    ws::Port& port = e.port(p);
-    auto ok = port.configure({std::max<std::uint16_t>(rx_queues[p], 1), static_cast<std::uint16_t>(lcores.size())});
-    for (std::uint16_t q = 0; ok && q < std::max<std::uint16_t>(rx_queues[p], 1); ++q)
-      ok = port.setup_rx_queue(q, {opt.rxd, *pool});
-    for (std::uint16_t q = 0; ok && q < lcores.size(); ++q) ok = port.setup_tx_queue(q, {opt.txd});
-    if (ok) ok = port.start();
-    if (!ok) usage_error("port " + std::to_string(p) + ": " + ok.error().message);
-    src[p] = port.mac();
-    std::printf("Port %u, MAC address: %s, %u RX queue(s)\n", p, src[p].to_string().c_str(), rx_queues[p]);
+    if (p < port_count) dst[p] = mac;
+  return dst;
+}
+
+// Port p gets its RX queues (at least one) and a TX queue per lcore, and starts; returns its MAC.
+ws::MacAddress start_port(ws::Port& port, std::uint16_t p, std::uint16_t rx_queues, std::size_t nb_lcores,
+                          const Options& opt, ws::PktmbufPool& pool) {
+  const std::uint16_t nb_rx = std::max<std::uint16_t>(rx_queues, 1);
+  auto ok = port.configure({nb_rx, static_cast<std::uint16_t>(nb_lcores)});
+  for (std::uint16_t q = 0; ok && q < nb_rx; ++q) ok = port.setup_rx_queue(q, {opt.rxd, &pool});
+  for (std::uint16_t q = 0; ok && q < nb_lcores; ++q) ok = port.setup_tx_queue(q, {opt.txd});
+  if (ok) ok = port.start();
+  if (!ok) usage_error("port " + std::to_string(p) + ": " + ok.error().message);
+  std::printf("Port %u, MAC address: %s, %u RX queue(s)\n", p, port.mac().to_string().c_str(), rx_queues);
+  return port.mac();
+}
+
+// An lcore's loop until SIGINT or SIGTERM: poll its RX queues; the main lcore also prints the
+// statistics every -T seconds.
+void run_lcore(Forwarder& f, const std::vector<RxQueue>& config, unsigned lcore, unsigned period_s,
+               const std::vector<std::vector<Counters>>& counters) {
+  const std::uint64_t period = period_s * ws::tsc_hz();
+  for (auto& o : f.out) o.reserve(max_burst);  // no allocation while forwarding
+  std::vector<RxQueue> mine;
+  for (const RxQueue& q : config)
+    if (q.lcore == lcore) mine.push_back(q);
+  ws::Mbuf* pkts[max_burst];
+  std::uint64_t last = ws::rdtsc();
+  while (!force_quit.load(std::memory_order_relaxed)) {
+    for (const RxQueue& q : mine)
+      if (const std::uint16_t n = f.eal.port(q.port).rx_burst(q.queue, pkts, max_burst)) f.burst(q.port, pkts, n);
+    if (lcore == f.eal.main_lcore() && period != 0 && ws::rdtsc() - last >= period) {
+      print_stats(f.ports, counters);
+      last = ws::rdtsc();
+    }
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const ws::SplitArgs args = ws::split_args(argc, argv);
+  auto eal_options = ws::parse_eal_args(args.eal);
+  if (!eal_options) usage_error(eal_options.error().message);
+  const Options opt = parse_app_args(args.app);
+  const ws::PktmbufPool::Options pool_options = pool_options_for(*eal_options, opt);
+  auto eal = ws::Eal::create(std::move(*eal_options), ws::PktmbufPool::memory_bytes(pool_options));
+  if (!eal) usage_error(eal.error().message);
+  ws::Eal& e = **eal;
+  auto mask = ws::parse_port_mask(opt.portmask, e.port_count());
+  if (!mask) usage_error("-p: " + mask.error().message);
+  const std::vector<std::uint16_t> ports = *mask;
+  std::vector<bool> enabled(e.port_count());
+  for (std::uint16_t p : ports) enabled[p] = true;
+  const std::vector<RxQueue> config = rx_queue_config(e, opt, ports, enabled);
+  const std::vector<std::uint16_t> rx_queues = rx_queue_counts(config, e.port_count());
+  const std::unique_ptr<ws::Lpm4> lpm = make_route_table(e, opt, enabled);
+  auto pool = e.create_pktmbuf_pool(pool_options);
+  if (!pool) usage_error(pool.error().message);
+
+  const std::vector<unsigned> lcores = e.lcore_ids();
+  std::vector<ws::MacAddress> src(e.port_count());
+  const std::vector<ws::MacAddress> dst = destination_macs(opt, e.port_count());
+  for (std::uint16_t p : ports) src[p] = start_port(e.port(p), p, rx_queues[p], lcores.size(), opt, **pool);
   std::vector<std::vector<Counters>> counters(lcores.size());
   for (auto& c : counters) c = std::vector<Counters>(e.port_count());
   std::signal(SIGINT, [](int) { force_quit = true; });
   std::signal(SIGTERM, [](int) { force_quit = true; });
 
-  const std::uint64_t period = opt.period_s * ws::tsc_hz();
   e.run_on_lcores([&](unsigned lcore) {
     const auto me = static_cast<std::uint16_t>(std::find(lcores.begin(), lcores.end(), lcore) - lcores.begin());
-    Forwarder f{e, **lpm, ports, src, dst, counters[me], me, std::vector<std::vector<ws::Mbuf*>>(e.port_count())};
-    for (auto& o : f.out) o.reserve(max_burst);  // no allocation while forwarding
-    std::vector<RxQueue> mine;
-    for (const RxQueue& q : config)
-      if (q.lcore == lcore) mine.push_back(q);
-    ws::Mbuf* pkts[max_burst];
-    std::uint64_t last = ws::rdtsc();
-    while (!force_quit.load(std::memory_order_relaxed)) {
-      for (const RxQueue& q : mine)
-        if (const std::uint16_t n = e.port(q.port).rx_burst(q.queue, pkts, max_burst)) f.burst(q.port, pkts, n);
-      if (lcore == e.main_lcore() && period != 0 && ws::rdtsc() - last >= period) {
-        print_stats(ports, counters);
-        last = ws::rdtsc();
-      }
-    }
+    Forwarder f{e, *lpm, ports, src, dst, counters[me], me, std::vector<std::vector<ws::Mbuf*>>(e.port_count())};
+    run_lcore(f, config, lcore, opt.period_s, counters);
   });
   print_stats(ports, counters);
   std::printf("Bye...\n");

@@ -46,10 +46,8 @@ RawSumFn raw_sum_for(SimdLevel level) noexcept;
 /// Name of the chosen implementation ("avx512", "avx2", "scalar").
 const char* raw_sum_impl_name() noexcept;
 
-/// Short buffers (headers) stay inline: a call through a pointer costs more than the sum.
-inline std::uint32_t raw_sum(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept {
-  if (len > 64) return raw_sum_best(data, len, sum);
-  const auto* p = static_cast<const std::uint8_t*>(data);
+namespace detail {
+
 #if defined(__AVX512BW__) && defined(__BMI2__)
 // GCC 12's AVX-512 cast and extract intrinsics trip these on their own "undefined" operand.
 #pragma GCC diagnostic push
@@ -57,44 +55,53 @@ inline std::uint32_t raw_sum(const void* data, std::size_t len, std::uint32_t su
 #ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-  // Built for a CPU with AVX-512 (WS_NATIVE): 33 to 64 bytes in one byte-masked load (absent
-  // bytes read as zero), biased and pair-added as in raw_sum_avx512; no tail, no loop.
-  if (len > 32) {
-    const __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(_bzhi_u64(~0ULL, static_cast<unsigned>(len)), p),
-                                       _mm512_set1_epi16(static_cast<short>(0x8000)));
-    const __m512i pairs = _mm512_madd_epi16(v, _mm512_set1_epi16(1));
-    __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(pairs), _mm512_extracti64x4_epi64(pairs, 1));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-    // 32 words of magnitude <= 0x8000: the signed total fits in 32 bits.
-    return fold_sum(std::uint64_t{sum} + static_cast<std::uint32_t>(_mm_cvtsi128_si32(s4) + 32 * 0x8000));
-  }
+/// raw_sum of 33 to 64 bytes, built for a CPU with AVX-512 (WS_NATIVE): one byte-masked load
+/// (absent bytes read as zero), biased and pair-added as in raw_sum_avx512; no tail, no loop.
+/// Folded, as raw_sum returns it.
+[[gnu::always_inline]] inline std::uint32_t raw_sum_33_to_64_avx512(const std::uint8_t* p, std::size_t len,
+                                                                    std::uint32_t sum) noexcept {
+  const __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(_bzhi_u64(~0ULL, static_cast<unsigned>(len)), p),
+                                     _mm512_set1_epi16(static_cast<short>(0x8000)));
+  const __m512i pairs = _mm512_madd_epi16(v, _mm512_set1_epi16(1));
+  __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(pairs), _mm512_extracti64x4_epi64(pairs, 1));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  // 32 words of magnitude <= 0x8000: the signed total fits in 32 bits.
+  return fold_sum(std::uint64_t{sum} + static_cast<std::uint32_t>(_mm_cvtsi128_si32(s4) + 32 * 0x8000));
+}
 #pragma GCC diagnostic pop
 #endif
+
 #ifdef __AVX2__
-  // Built for a CPU with AVX2 (WS_NATIVE): 32-byte blocks as in raw_sum_avx2, inline.
-  if (len >= 32) {
-    const __m256i bias = _mm256_set1_epi16(static_cast<short>(0x8000));
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc =
-        _mm256_madd_epi16(_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i_u*>(p)), bias), ones);
-    std::int32_t words = 16;
-    if (len >= 64) {
-      acc = _mm256_add_epi32(
-          acc, _mm256_madd_epi16(_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i_u*>(p + 32)), bias),
-                                 ones));
-      words = 32;
-    }
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-    // At most 32 words of magnitude <= 0x8000: the signed total fits in 32 bits.
-    sum += static_cast<std::uint32_t>(_mm_cvtsi128_si32(s4) + words * 0x8000);
-    p += words * 2;
-    len -= static_cast<std::size_t>(words) * 2;
+/// Built for a CPU with AVX2 (WS_NATIVE): the first 32 or 64 bytes (len >= 32) in 32-byte
+/// blocks as in raw_sum_avx2, added to `sum`; moves `p` and `len` past them.
+[[gnu::always_inline]] inline void raw_sum_blocks_avx2(const std::uint8_t*& p, std::size_t& len,
+                                                       std::uint32_t& sum) noexcept {
+  const __m256i bias = _mm256_set1_epi16(static_cast<short>(0x8000));
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc =
+      _mm256_madd_epi16(_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i_u*>(p)), bias), ones);
+  std::int32_t words = 16;
+  if (len >= 64) {
+    acc = _mm256_add_epi32(
+        acc, _mm256_madd_epi16(_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i_u*>(p + 32)), bias),
+                               ones));
+    words = 32;
   }
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  // At most 32 words of magnitude <= 0x8000: the signed total fits in 32 bits.
+  sum += static_cast<std::uint32_t>(_mm_cvtsi128_si32(s4) + words * 0x8000);
+  p += words * 2;
+  len -= static_cast<std::size_t>(words) * 2;
+}
 #endif
+
+/// The scalar rest of raw_sum (any length, short in practice), folded.
+[[gnu::always_inline]] inline std::uint32_t raw_sum_words(const std::uint8_t* p, std::size_t len,
+                                                          std::uint32_t sum) noexcept {
   // 32-bit words into two 64-bit accumulators (two independent add chains); fold at the end.
   std::uint64_t a = sum, b = 0;
   for (; len >= 8; len -= 8, p += 8) {
@@ -119,6 +126,22 @@ inline std::uint32_t raw_sum(const void* data, std::size_t len, std::uint32_t su
   }
   if (len) a += *p;  // little-endian: the odd byte is the high half of a big-endian word
   return fold_sum(a + b);
+}
+
+}  // namespace detail
+
+/// Short buffers (headers) stay inline: a call through a pointer costs more than the sum. Built
+/// for a CPU with AVX-512 or AVX2 (WS_NATIVE), the first bytes take the widest inline step.
+inline std::uint32_t raw_sum(const void* data, std::size_t len, std::uint32_t sum = 0) noexcept {
+  if (len > 64) return raw_sum_best(data, len, sum);
+  const auto* p = static_cast<const std::uint8_t*>(data);
+#if defined(__AVX512BW__) && defined(__BMI2__)
+  if (len > 32) return detail::raw_sum_33_to_64_avx512(p, len, sum);
+#endif
+#ifdef __AVX2__
+  if (len >= 32) detail::raw_sum_blocks_avx2(p, len, sum);
+#endif
+  return detail::raw_sum_words(p, len, sum);
 }
 
 /// Sum of an option-less IPv4 header (20 bytes) as 32-bit words, unfolded: straight-line loads

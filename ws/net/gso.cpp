@@ -64,94 +64,142 @@ void set_pseudo_header_cksum(const std::uint8_t* l3, std::uint8_t* l4, bool ipv4
   std::memcpy(l4 + (tcp ? offsetof(TcpHdr, cksum) : offsetof(UdpHdr, dgram_cksum)), &ph, 2);
 }
 
+// What segmentation needs from the packet's headers and flags, worked out once.
+struct GsoPlan {
+  bool tcp = false, udp = false;  // which segmentation was asked for (neither: none)
+  bool ipv4 = false, ipv6 = false;
+  std::uint32_t l2 = 0, l3 = 0, l4 = 0;  // header lengths; l4 is the UDP header's for UDP
+  std::uint32_t hdr_len = 0;             // all headers, copied in front of every segment
+  std::uint32_t mss = 0;
+  std::uint32_t payload = 0;  // bytes after the headers
+  std::uint32_t count = 0;    // segments
+  // The input's fields that change per segment.
+  std::uint16_t ip_id = 0;
+  std::uint32_t seq = 0;
+  std::uint8_t tcp_flags = 0;
+  std::uint64_t keep_flags = 0;  // the input's ol_flags every segment keeps
+};
+
+GsoPlan plan_segmentation(const Mbuf& pkt) noexcept {
+  GsoPlan p;
+  p.tcp = (pkt.ol_flags & mbuf_flag::tx_tcp_seg) != 0;
+  p.udp = !p.tcp && (pkt.ol_flags & gso_flag::tx_udp_seg) != 0;
+  p.l2 = pkt.l2_len;
+  p.l3 = pkt.l3_len;
+  p.l4 = p.udp ? std::uint32_t{sizeof(UdpHdr)} : pkt.l4_len;
+  p.hdr_len = p.l2 + p.l3 + p.l4;
+  p.mss = pkt.tso_segsz;
+  p.ipv4 = (pkt.ol_flags & mbuf_flag::tx_ipv4) != 0;
+  p.ipv6 = (pkt.ol_flags & mbuf_flag::tx_ipv6) != 0;
+  return p;
+}
+
+bool needs_no_split(const GsoPlan& p, const Mbuf& pkt) noexcept {
+  return (!p.tcp && !p.udp) || p.mss == 0 || pkt.pkt_len <= p.hdr_len + p.mss;
+}
+
+// A packet too short to split: still honour the checksum requests that come with segmentation.
+std::expected<std::uint16_t, GsoError> send_whole(Mbuf* pkt, const GsoPlan& p, std::span<Mbuf*> out) noexcept {
+  if (p.tcp)
+    pkt->ol_flags = (pkt->ol_flags & ~mbuf_flag::tx_tcp_seg & ~mbuf_flag::tx_l4_mask) | mbuf_flag::tx_tcp_cksum;
+  if (p.udp) pkt->ol_flags = (pkt->ol_flags & ~gso_flag::tx_udp_seg & ~mbuf_flag::tx_l4_mask) | mbuf_flag::tx_udp_cksum;
+  if ((p.tcp || p.udp) && (pkt->ol_flags & mbuf_flag::tx_ipv4)) pkt->ol_flags |= mbuf_flag::tx_ip_cksum;
+  if (!apply_tx_checksums(*pkt)) return std::unexpected(GsoError::bad_headers);
+  out[0] = pkt;
+  return 1;
+}
+
+bool headers_fit(const GsoPlan& p, const Mbuf& pkt) noexcept {
+  return p.ipv4 != p.ipv6 && p.l3 >= (p.ipv4 ? sizeof(Ipv4Hdr) : sizeof(Ipv6Hdr)) &&
+         (!p.tcp || p.l4 >= sizeof(TcpHdr)) && p.hdr_len <= pkt.data_len && p.hdr_len <= 255;
+}
+
+// The input's IP id, TCP sequence number and flags, which each segment derives its own from,
+// and the offload flags the segments keep.
+void read_header_fields(GsoPlan& p, const Mbuf& pkt) noexcept {
+  const std::uint8_t* in = pkt.data();
+  if (p.ipv4) p.ip_id = from_be16(reinterpret_cast<const Ipv4Hdr*>(in + p.l2)->packet_id_be);
+  if (p.tcp) {
+    const auto* th = reinterpret_cast<const TcpHdr*>(in + p.l2 + p.l3);
+    p.seq = from_be32(th->sent_seq_be);
+    p.tcp_flags = th->tcp_flags;
+  }
+  p.keep_flags = pkt.ol_flags & ~(mbuf_flag::tx_tcp_seg | gso_flag::tx_udp_seg | mbuf_flag::tx_l4_mask |
+                                  mbuf_flag::tx_ip_cksum | mbuf_flag::indirect);
+}
+
+// Segment i's headers (a copy of the input's at `hp`): lengths, IP id, sequence number, flags.
+void rewrite_headers(std::uint8_t* hp, const GsoPlan& p, std::uint32_t i, std::uint32_t len) noexcept {
+  if (p.ipv4) {
+    auto* ip = reinterpret_cast<Ipv4Hdr*>(hp + p.l2);
+    ip->total_length_be = to_be16(static_cast<std::uint16_t>(p.l3 + p.l4 + len));
+    ip->packet_id_be = to_be16(static_cast<std::uint16_t>(p.ip_id + i));  // RFC 6864: a new id per datagram
+  } else {
+    auto* ip = reinterpret_cast<Ipv6Hdr*>(hp + p.l2);
+    ip->payload_len_be = to_be16(static_cast<std::uint16_t>(p.l3 - sizeof(Ipv6Hdr) + p.l4 + len));
+  }
+  if (p.tcp) {
+    auto* th = reinterpret_cast<TcpHdr*>(hp + p.l2 + p.l3);
+    th->sent_seq_be = to_be32(p.seq + i * p.mss);  // RFC 9293 §3.4: sequence numbers count payload bytes
+    std::uint8_t f = p.tcp_flags;
+    if (i + 1 < p.count) f = static_cast<std::uint8_t>(f & ~(tcp_flag::fin | tcp_flag::psh));
+    if (i > 0) f = static_cast<std::uint8_t>(f & ~0x80);  // CWR only on the first (RFC 3168 §6.1.2)
+    th->tcp_flags = f;
+  } else {
+    auto* uh = reinterpret_cast<UdpHdr*>(hp + p.l2 + p.l3);
+    uh->dgram_len_be = to_be16(static_cast<std::uint16_t>(sizeof(UdpHdr) + len));
+  }
+}
+
+// Segment i: a header mbuf from pools.header with the input's headers, rewritten, in front of
+// indirect mbufs over its share of the payload. Null when a pool runs dry (nothing is left held).
+Mbuf* make_segment(Mbuf* pkt, const GsoPlan& p, const GsoPools& pools, std::uint32_t i) noexcept {
+  const std::uint32_t len = std::min(p.mss, p.payload - i * p.mss);
+  Mbuf* h = pools.header->alloc();
+  std::uint8_t* hp = h ? h->append(static_cast<std::uint16_t>(p.hdr_len)) : nullptr;
+  if (hp == nullptr || !attach_payload(*pools.indirect, h, pkt, p.hdr_len + i * p.mss, len)) {
+    if (h) mbuf_free(h);
+    return nullptr;
+  }
+  std::memcpy(hp, pkt->data(), p.hdr_len);
+  h->port = pkt->port;
+  h->packet_type = pkt->packet_type;
+  h->tx_offload = pkt->tx_offload;
+  h->tso_segsz = 0;
+  h->vlan_tci = pkt->vlan_tci;
+  h->vlan_tci_outer = pkt->vlan_tci_outer;
+  rewrite_headers(hp, p, i, len);
+  h->ol_flags = p.keep_flags | (p.ipv4 ? mbuf_flag::tx_ip_cksum : 0) |
+                (p.tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
+  if (pools.sw_checksums) {
+    apply_tx_checksums(*h);  // headers were checked before: cannot fail
+  } else {
+    set_pseudo_header_cksum(hp + p.l2, hp + p.l2 + p.l3, p.ipv4, p.tcp, p.l4 + len);
+  }
+  return h;
+}
+
 }  // namespace
 
 std::expected<std::uint16_t, GsoError> gso_segment(Mbuf* pkt, const GsoPools& pools, std::span<Mbuf*> out) noexcept {
-  const bool tcp = (pkt->ol_flags & mbuf_flag::tx_tcp_seg) != 0;
-  const bool udp = !tcp && (pkt->ol_flags & gso_flag::tx_udp_seg) != 0;
-  const std::uint32_t l2 = pkt->l2_len, l3 = pkt->l3_len;
-  const std::uint32_t l4 = udp ? std::uint32_t{sizeof(UdpHdr)} : pkt->l4_len;
-  const std::uint32_t hdr_len = l2 + l3 + l4;
-  const std::uint32_t mss = pkt->tso_segsz;
+  GsoPlan p = plan_segmentation(*pkt);
   if (out.empty()) return std::unexpected(GsoError::too_many_segments);
-  if ((!tcp && !udp) || mss == 0 || pkt->pkt_len <= hdr_len + mss) {
-    // Nothing to split; still honour the checksum requests that come with segmentation.
-    if (tcp)
-      pkt->ol_flags = (pkt->ol_flags & ~mbuf_flag::tx_tcp_seg & ~mbuf_flag::tx_l4_mask) | mbuf_flag::tx_tcp_cksum;
-    if (udp) pkt->ol_flags = (pkt->ol_flags & ~gso_flag::tx_udp_seg & ~mbuf_flag::tx_l4_mask) | mbuf_flag::tx_udp_cksum;
-    if ((tcp || udp) && (pkt->ol_flags & mbuf_flag::tx_ipv4)) pkt->ol_flags |= mbuf_flag::tx_ip_cksum;
-    if (!apply_tx_checksums(*pkt)) return std::unexpected(GsoError::bad_headers);
-    out[0] = pkt;
-    return 1;
-  }
-  const bool ipv4 = (pkt->ol_flags & mbuf_flag::tx_ipv4) != 0;
-  const bool ipv6 = (pkt->ol_flags & mbuf_flag::tx_ipv6) != 0;
-  if (ipv4 == ipv6 || l3 < (ipv4 ? sizeof(Ipv4Hdr) : sizeof(Ipv6Hdr)) || (tcp && l4 < sizeof(TcpHdr)) ||
-      hdr_len > pkt->data_len || hdr_len > 255)
-    return std::unexpected(GsoError::bad_headers);
-  const std::uint32_t payload = pkt->pkt_len - hdr_len;
-  const std::uint32_t count = (payload + mss - 1) / mss;
-  if (count > out.size() || count > 0xffff) return std::unexpected(GsoError::too_many_segments);
-
-  const std::uint8_t* in = pkt->data();
-  std::uint16_t ip_id = 0;
-  std::uint32_t seq = 0;
-  std::uint8_t flags = 0;
-  if (ipv4) ip_id = from_be16(reinterpret_cast<const Ipv4Hdr*>(in + l2)->packet_id_be);
-  if (tcp) {
-    const auto* th = reinterpret_cast<const TcpHdr*>(in + l2 + l3);
-    seq = from_be32(th->sent_seq_be);
-    flags = th->tcp_flags;
-  }
-  const std::uint64_t keep_flags =
-      pkt->ol_flags & ~(mbuf_flag::tx_tcp_seg | gso_flag::tx_udp_seg | mbuf_flag::tx_l4_mask | mbuf_flag::tx_ip_cksum |
-                        mbuf_flag::indirect);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint32_t len = std::min(mss, payload - i * mss);
-    Mbuf* h = pools.header->alloc();
-    std::uint8_t* hp = h ? h->append(static_cast<std::uint16_t>(hdr_len)) : nullptr;
-    if (hp == nullptr || !attach_payload(*pools.indirect, h, pkt, hdr_len + i * mss, len)) {
-      if (h) mbuf_free(h);
+  if (needs_no_split(p, *pkt)) return send_whole(pkt, p, out);
+  if (!headers_fit(p, *pkt)) return std::unexpected(GsoError::bad_headers);
+  p.payload = pkt->pkt_len - p.hdr_len;
+  p.count = (p.payload + p.mss - 1) / p.mss;
+  if (p.count > out.size() || p.count > 0xffff) return std::unexpected(GsoError::too_many_segments);
+  read_header_fields(p, *pkt);
+  for (std::uint32_t i = 0; i < p.count; ++i) {
+    Mbuf* segment = make_segment(pkt, p, pools, i);
+    if (segment == nullptr) {
       mbuf_free_bulk(std::span<Mbuf* const>(out.data(), i));
       return std::unexpected(GsoError::no_mbufs);
     }
-    std::memcpy(hp, in, hdr_len);
-    h->port = pkt->port;
-    h->packet_type = pkt->packet_type;
-    h->tx_offload = pkt->tx_offload;
-    h->tso_segsz = 0;
-    h->vlan_tci = pkt->vlan_tci;
-    h->vlan_tci_outer = pkt->vlan_tci_outer;
-    if (ipv4) {
-      auto* ip = reinterpret_cast<Ipv4Hdr*>(hp + l2);
-      ip->total_length_be = to_be16(static_cast<std::uint16_t>(l3 + l4 + len));
-      ip->packet_id_be = to_be16(static_cast<std::uint16_t>(ip_id + i));  // RFC 6864: a new id per datagram
-    } else {
-      auto* ip = reinterpret_cast<Ipv6Hdr*>(hp + l2);
-      ip->payload_len_be = to_be16(static_cast<std::uint16_t>(l3 - sizeof(Ipv6Hdr) + l4 + len));
-    }
-    if (tcp) {
-      auto* th = reinterpret_cast<TcpHdr*>(hp + l2 + l3);
-      th->sent_seq_be = to_be32(seq + i * mss);  // RFC 9293 §3.4: sequence numbers count payload bytes
-      std::uint8_t f = flags;
-      if (i + 1 < count) f = static_cast<std::uint8_t>(f & ~(tcp_flag::fin | tcp_flag::psh));
-      if (i > 0) f = static_cast<std::uint8_t>(f & ~0x80);  // CWR only on the first (RFC 3168 §6.1.2)
-      th->tcp_flags = f;
-    } else {
-      auto* uh = reinterpret_cast<UdpHdr*>(hp + l2 + l3);
-      uh->dgram_len_be = to_be16(static_cast<std::uint16_t>(sizeof(UdpHdr) + len));
-    }
-    h->ol_flags =
-        keep_flags | (ipv4 ? mbuf_flag::tx_ip_cksum : 0) | (tcp ? mbuf_flag::tx_tcp_cksum : mbuf_flag::tx_udp_cksum);
-    if (pools.sw_checksums) {
-      apply_tx_checksums(*h);  // headers were checked above: cannot fail
-    } else {
-      set_pseudo_header_cksum(hp + l2, hp + l2 + l3, ipv4, tcp, l4 + len);
-    }
-    out[i] = h;
+    out[i] = segment;
   }
   mbuf_free(pkt);  // the segments hold their own references to its buffers
-  return static_cast<std::uint16_t>(count);
+  return static_cast<std::uint16_t>(p.count);
 }
 
 }  // namespace ws

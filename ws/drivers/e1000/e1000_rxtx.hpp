@@ -76,12 +76,7 @@ struct alignas(cache_line_bytes) Rx : QueueBase {
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
     if (broken) [[unlikely]]
       return 0;
-    // How many descriptors are done, up to n (DD is written last by the device).
-    std::uint16_t ready = 0;
-    for (std::uint16_t i = next; ready < n; i = static_cast<std::uint16_t>(i + 1 == size ? 0 : i + 1)) {
-      if ((__atomic_load_n(&ring[i].status, __ATOMIC_ACQUIRE) & rx_status::dd) == 0) break;
-      ++ready;
-    }
+    std::uint16_t ready = count_done(n);
     if (ready == 0) return 0;
     Mbuf* fresh[mbuf_max_burst];
     if (ready > mbuf_max_burst) ready = mbuf_max_burst;
@@ -102,38 +97,68 @@ struct alignas(cache_line_bytes) Rx : QueueBase {
         broken = true;
         break;
       }
-      Mbuf* m = slots[i];
-      Mbuf* f = fresh[used];
-      slots[i] = f;
-      d.addr = buffer_iova(f);
-      d.status = 0;
+      Mbuf* m = swap_buffer(i, fresh[used]);
       i = static_cast<std::uint16_t>(i + 1 == size ? 0 : i + 1);
       if ((errors & rx_error::frame) != 0 || len == 0) [[unlikely]] {
         counters.errors.add(1);
         mbuf_free(m);
         continue;
       }
-      m->data_off = m->headroom_default;
-      m->data_len = len;
-      m->pkt_len = len;
-      m->port = port_id;
-      m->packet_type = 0;
-      m->vlan_tci = 0;
-      m->tx_offload = 0;
-      m->ol_flags = rx_csum_flags(status, errors);
+      fill_packet(m, len, rx_csum_flags(status, errors));
       bytes += len;
       pkts[got++] = m;
     }
     if (used < ready) mbuf_free_bulk(std::span<Mbuf* const>(fresh + used, ready - used));
+    give_back(i, used);
+    counters.packets.add(got);
+    counters.bytes.add(bytes);
+    return got;
+  }
+
+  // The steps of rx_burst, inline into it.
+
+  // How many descriptors are done, up to n (DD is written last by the device).
+  [[gnu::always_inline]] std::uint16_t count_done(std::uint16_t n) const noexcept {
+    std::uint16_t ready = 0;
+    for (std::uint16_t i = next; ready < n; i = static_cast<std::uint16_t>(i + 1 == size ? 0 : i + 1)) {
+      if ((__atomic_load_n(&ring[i].status, __ATOMIC_ACQUIRE) & rx_status::dd) == 0) break;
+      ++ready;
+    }
+    return ready;
+  }
+
+  // Descriptor i gets the fresh buffer `f` and goes back to the device; returns the mbuf whose
+  // buffer the device filled.
+  [[gnu::always_inline]] Mbuf* swap_buffer(std::uint16_t i, Mbuf* f) noexcept {
+    RxDesc& d = ring[i];
+    Mbuf* m = slots[i];
+    slots[i] = f;
+    d.addr = buffer_iova(f);
+    d.status = 0;
+    return m;
+  }
+
+  // A received frame of `len` bytes in m's buffer, as the application sees it.
+  [[gnu::always_inline]] void fill_packet(Mbuf* m, std::uint16_t len, std::uint64_t ol_flags) const noexcept {
+    m->data_off = m->headroom_default;
+    m->data_len = len;
+    m->pkt_len = len;
+    m->port = port_id;
+    m->packet_type = 0;
+    m->vlan_tci = 0;
+    m->tx_offload = 0;
+    m->ol_flags = ol_flags;
+  }
+
+  // The `used` descriptors before `i` have fresh buffers: the next burst starts at i, and RDT
+  // moves (an MMIO exit) once free_thresh of them wait.
+  [[gnu::always_inline]] void give_back(std::uint16_t i, std::uint16_t used) noexcept {
     next = i;
     unposted = static_cast<std::uint16_t>(unposted + used);
     if (unposted >= free_thresh) {
       unposted = 0;
       write_reg(rdt, i == 0 ? size - 1u : i - 1u);  // one behind the next to read: the ring never looks empty
     }
-    counters.packets.add(got);
-    counters.bytes.add(bytes);
-    return got;
   }
 
   // §7.1.4.2: IXSM means the device did not check; IPCS/TCPCS/UDPCS that it did, IPE/TCPE

@@ -202,56 +202,14 @@ struct VirtioRx final : RxCommon {
     for (std::uint16_t i = 0; i < k; ++i) {
       Mbuf* m = done[i];
       const std::uint32_t len = lens[i];
-      const std::uint16_t off = hdr_offset(m);
-      const std::uint32_t cap = m->buf_len - off;
       const bool first = !Mergeable || left == 0;
-      // A device that writes past what we gave it, or less than a header, is broken: the
-      // queue stops (as for a bad used id), the process goes on.
-      if ((first && len < net_hdr_bytes) || len > cap) [[unlikely]] {
-        counters.errors.add(1);
-        health.report(QueueError::used_bad_length, len);
-        mbuf_free(m);
+      if (!length_fits(m, len, first)) [[unlikely]]
         continue;
-      }
       if (first) {
-        m->data_off = static_cast<std::uint16_t>(off + net_hdr_bytes);
-        m->data_len = static_cast<std::uint16_t>(len - net_hdr_bytes);
-        m->pkt_len = m->data_len;
-        m->port = port;
-        if constexpr (Mergeable) {
-          std::uint16_t num_buffers;
-          std::memcpy(&num_buffers, m->buf_addr + off + offsetof(NetHdr, num_buffers), sizeof num_buffers);
-          // Zero is no packet; more than the ring holds never completes, and collecting it
-          // would keep every buffer the ring gets from then on, which other ports' traffic
-          // needs from the same pool.
-          if (num_buffers == 0 || num_buffers > max_buffers) [[unlikely]] {
-            counters.errors.add(1);
-            health.report(QueueError::used_bad_num_buffers, num_buffers);
-            mbuf_free(m);
-            continue;
-          }
-          if (num_buffers > 1) {
-            partial_head = partial_tail = m;
-            left = static_cast<std::uint16_t>(num_buffers - 1);
-            continue;
-          }
-        }
-        if constexpr (Offload) apply_offloads(m);
-        bytes += m->pkt_len;
-        pkts[got++] = m;
-      } else {
-        m->data_off = off;
-        m->data_len = static_cast<std::uint16_t>(len);
-        partial_tail->next = m;
-        partial_tail = m;
-        ++partial_head->nb_segs;
-        partial_head->pkt_len += len;
-        if (--left == 0) {
-          if constexpr (Offload) apply_offloads(partial_head);
-          bytes += partial_head->pkt_len;
-          pkts[got++] = partial_head;
-          partial_head = partial_tail = nullptr;
-        }
+        if (start_packet(m, len, port, left)) deliver(m, pkts, got, bytes);
+      } else if (append_buffer(m, len, left)) {
+        deliver(partial_head, pkts, got, bytes);
+        partial_head = partial_tail = nullptr;
       }
     }
     partial_left = left;
@@ -260,6 +218,72 @@ struct VirtioRx final : RxCommon {
     counters.packets.add(got);
     counters.bytes.add(bytes);
     return got;
+  }
+
+  // The steps of receive for one buffer, inline into its loop: the loop's locals they update
+  // (`left`, `got`, `bytes`, passed by reference) stay in registers.
+
+  // A device that writes past what we gave it, or less than a header, is broken: the queue
+  // stops (as for a bad used id), the process goes on. The buffer goes back to the pool.
+  [[gnu::always_inline]] bool length_fits(Mbuf* m, std::uint32_t len, bool first) noexcept {
+    const std::uint32_t cap = m->buf_len - hdr_offset(m);
+    if ((first && len < net_hdr_bytes) || len > cap) [[unlikely]] {
+      counters.errors.add(1);
+      health.report(QueueError::used_bad_length, len);
+      mbuf_free(m);
+      return false;
+    }
+    return true;
+  }
+
+  // The first buffer of a packet: the frame after the header. True when it is the whole packet;
+  // false when more buffers follow (mergeable: it becomes partial_head and `left` counts them)
+  // or when its header was bad (the buffer is then freed).
+  [[gnu::always_inline]] bool start_packet(Mbuf* m, std::uint32_t len, std::uint16_t port,
+                                           std::uint16_t& left) noexcept {
+    const std::uint16_t off = hdr_offset(m);
+    m->data_off = static_cast<std::uint16_t>(off + net_hdr_bytes);
+    m->data_len = static_cast<std::uint16_t>(len - net_hdr_bytes);
+    m->pkt_len = m->data_len;
+    m->port = port;
+    if constexpr (Mergeable) {
+      std::uint16_t num_buffers;
+      std::memcpy(&num_buffers, m->buf_addr + off + offsetof(NetHdr, num_buffers), sizeof num_buffers);
+      // Zero is no packet; more than the ring holds never completes, and collecting it would
+      // keep every buffer the ring gets from then on, which other ports' traffic needs from
+      // the same pool.
+      if (num_buffers == 0 || num_buffers > max_buffers) [[unlikely]] {
+        counters.errors.add(1);
+        health.report(QueueError::used_bad_num_buffers, num_buffers);
+        mbuf_free(m);
+        return false;
+      }
+      if (num_buffers > 1) {
+        partial_head = partial_tail = m;
+        left = static_cast<std::uint16_t>(num_buffers - 1);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A further buffer of a mergeable packet (no header in it), chained behind partial_tail.
+  // True when it was the last: partial_head is then the whole packet.
+  [[gnu::always_inline]] bool append_buffer(Mbuf* m, std::uint32_t len, std::uint16_t& left) noexcept {
+    m->data_off = hdr_offset(m);
+    m->data_len = static_cast<std::uint16_t>(len);
+    partial_tail->next = m;
+    partial_tail = m;
+    ++partial_head->nb_segs;
+    partial_head->pkt_len += len;
+    return --left == 0;
+  }
+
+  // A whole packet, to the application.
+  [[gnu::always_inline]] static void deliver(Mbuf* m, Mbuf** pkts, std::uint16_t& got, std::uint64_t& bytes) noexcept {
+    if constexpr (Offload) apply_offloads(m);
+    bytes += m->pkt_len;
+    pkts[got++] = m;
   }
 };
 

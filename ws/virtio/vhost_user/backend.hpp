@@ -116,6 +116,22 @@ class VhostBackend {
     std::size_t len;
     MappingGuard guard;  // released before the unmap
   };
+  // The steps of set_mem_table.
+  Result<void> check_mem_total(const vhost_user::MemTable& t) const;
+  Result<void> map_region(const vhost_user::MemRegionDesc& d, std::uint32_t i, int fd, GuestMemory& next,
+                          std::vector<Mapping>& maps);
+  static void unmap_all(std::vector<Mapping>& maps) noexcept;
+  Result<void> use_memory(const GuestMemory& next, std::vector<Mapping> maps);
+  // The requests apply() does not answer in a line.
+  Result<void> set_protocol_features(std::uint64_t f);
+  void reset_owner();
+  Result<void> set_status(std::uint64_t s);
+  Result<void> set_vring_num(const vhost_user::Message& msg);
+  Result<void> set_vring_addr(const vhost_user::Message& msg);
+  Result<void> set_vring_base(const vhost_user::Message& msg);
+  Result<bool> get_vring_base(const vhost_user::Message& msg, vhost_user::Message& reply);
+  Result<void> set_vring_fd(const vhost_user::Message& msg, vhost_user::FdSet& fds);
+  Result<void> set_vring_enable(const vhost_user::Message& msg);
   BackendOptions options_;
   RingListener* listener_;
   std::uint64_t features_ = 0;
