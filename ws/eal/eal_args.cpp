@@ -424,7 +424,8 @@ Result<EalOptions> finish_eal_options(EalParse& p) {
 }  // namespace
 
 Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
-  EalParse p{.c = ArgCursor{args, 0, std::nullopt}};
+  EalParse p;
+  p.c.args = args;
   while (!p.c.done())
     if (auto ok = take_option(p); !ok) return std::unexpected(ok.error());
   return finish_eal_options(p);
