@@ -2,6 +2,7 @@
 // The data path's unit: a queue and the function that moves a burst through it. A port's burst
 // table holds one entry per queue, filled when the port starts.
 #pragma once
+#include <atomic>
 #include <cstdint>
 
 #include "ws/core/mbuf.hpp"
@@ -18,6 +19,13 @@ using BurstFn = std::uint16_t (*)(QueueBase*, Mbuf**, std::uint16_t) noexcept;
 struct BurstEntry {
   BurstFn fn = nullptr;        ///< The driver's burst function for this queue.
   QueueBase* queue = nullptr;  ///< The queue it is called with.
+
+  /// Calls fn with the queue. fn is loaded atomically (a plain load on x86): a driver whose
+  /// variant changes while the port runs replaces it under the lcores (Port::republish_rx).
+  std::uint16_t operator()(Mbuf** pkts, std::uint16_t n) const noexcept {
+    const BurstFn f = std::atomic_ref<BurstFn>(const_cast<BurstFn&>(fn)).load(std::memory_order_relaxed);
+    return f(queue, pkts, n);
+  }
 };
 
 }  // namespace ws

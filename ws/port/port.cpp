@@ -227,6 +227,7 @@ Result<void> Port::start() {
   if (rx_table_.empty()) {
     if (auto ok = configure(config_); !ok) return ok;
   }
+  const std::scoped_lock lock(publish_mu_);  // a driver's republish_* waits for the tables
   if (auto ok = do_start(); !ok) {
     // do_start() may have published some queues before failing: a port that did not start
     // must not be polled.
@@ -240,12 +241,16 @@ Result<void> Port::start() {
     idle_tables();
     return with_context(ok.error(), context());
   }
+  find_driver_entries();
   started_ = true;
   return {};
 }
 
 void Port::stop() {
   if (!started_) return;
+  const std::scoped_lock lock(publish_mu_);
+  rx_driver_.clear();
+  tx_driver_.clear();
   do_stop();
   idle_tables();
   if (sw_rss_) sw_rss_->drain();  // packets spread to queues nobody polls any more
@@ -255,6 +260,34 @@ void Port::stop() {
 void Port::idle_tables() {
   for (auto& e : rx_table_) e = {&idle_burst, nullptr};
   for (auto& e : tx_table_) e = {&idle_burst, nullptr};
+}
+
+// The innermost entry of each queue: wrap_rx_queues() moved the driver's RX entry into its
+// software queue, start_software_rss() the table's (the driver's or the wrapper's) into its own.
+void Port::find_driver_entries() {
+  const bool rx_wrapped = software_rx_offloads() != 0, tx_wrapped = software_tx_offloads() != 0;
+  rx_driver_.clear();
+  tx_driver_.clear();
+  for (std::uint16_t q = 0; q < rx_table_.size(); ++q)
+    rx_driver_.push_back(rx_wrapped ? &sw_rx_[q]->driver : sw_rss_ ? &sw_rss_->driver(q) : &rx_table_[q]);
+  for (std::uint16_t q = 0; q < tx_table_.size(); ++q)
+    tx_driver_.push_back(tx_wrapped ? &sw_tx_[q]->driver : &tx_table_[q]);
+}
+
+namespace {
+void store_fn(BurstEntry& e, BurstFn fn) noexcept {
+  std::atomic_ref<BurstFn>(e.fn).store(fn, std::memory_order_relaxed);  // BurstEntry::operator() loads it
+}
+}  // namespace
+
+void Port::republish_rx(std::uint16_t queue, BurstFn fn) {
+  const std::scoped_lock lock(publish_mu_);
+  if (queue < rx_driver_.size()) store_fn(*rx_driver_[queue], fn);
+}
+
+void Port::republish_tx(std::uint16_t queue, BurstFn fn) {
+  const std::scoped_lock lock(publish_mu_);
+  if (queue < tx_driver_.size()) store_fn(*tx_driver_[queue], fn);
 }
 
 PortStats Port::raw_stats() const {

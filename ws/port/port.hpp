@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -219,13 +220,13 @@ class Port {
   /// them). Never fails: a stopped port or empty queue gives 0.
   std::uint16_t rx_burst(std::uint16_t queue, Mbuf** pkts, std::uint16_t n) noexcept {
     const BurstEntry& e = rx_table_[queue];
-    return e.fn(e.queue, pkts, n);
+    return e(pkts, n);
   }
   /// Sends up to n packets of pkts on TX queue `queue`; returns how many the port took (it frees
   /// them); pkts[returned..n) still belong to the caller.
   std::uint16_t tx_burst(std::uint16_t queue, Mbuf** pkts, std::uint16_t n) noexcept {
     const BurstEntry& e = tx_table_[queue];
-    return e.fn(e.queue, pkts, n);
+    return e(pkts, n);
   }
 
   // ---- control path: control thread only, never while lcores poll this port ----
@@ -326,6 +327,15 @@ class Port {
   void publish_rx(std::uint16_t queue, BurstEntry e) { rx_table_[queue] = e; }
   /// As publish_rx(queue, BurstEntry), for TX queue `queue`.
   void publish_tx(std::uint16_t queue, BurstEntry e) { tx_table_[queue] = e; }
+  /// For a driver whose queue changes variant while the port runs (net_vhost: the frontend
+  /// starts a ring, and the features decide its variant): replaces the burst function of RX
+  /// queue `queue`, its queue unchanged, wherever the port keeps it (the table, or the software
+  /// offload or RSS queue that calls it). Any thread; nothing while the port is stopped: its
+  /// next do_start() publishes. An lcore may still make one call to the function replaced, so
+  /// that function must find out and do nothing (net_vhost checks its variant under the gate).
+  void republish_rx(std::uint16_t queue, BurstFn fn);
+  /// As republish_rx, for TX queue `queue`.
+  void republish_tx(std::uint16_t queue, BurstFn fn);
   /// Helpers for drivers summing their queues' counters.
   static void add_rx(PortStats& s, const RxQueueCounters& c);
   /// As add_rx, for a TX queue's counters.
@@ -342,7 +352,8 @@ class Port {
   MacAddress mac_{};  ///< What mac() returns unless a driver overrides it.
 
  private:
-  void idle_tables();  // every burst entry back to idle_burst
+  void idle_tables();          // every burst entry back to idle_burst
+  void find_driver_entries();  // rx_driver_/tx_driver_, once the queues are wrapped
   std::string context() const { return fmt::format("port {} ({})", id_, name_); }  // for errors
   Result<void> check_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) const;
   Result<void> check_rss(const RssConfig& rss, std::uint16_t rx_queues) const;
@@ -362,6 +373,11 @@ class Port {
   PortStats baseline_{};
   std::vector<BurstEntry> rx_table_;
   std::vector<BurstEntry> tx_table_;
+  // While started: the entry holding each queue's driver function (republish_*), its table
+  // entry or the software queue's in front of it. start(), stop() and republish_* hold the mutex.
+  std::mutex publish_mu_;
+  std::vector<BurstEntry*> rx_driver_;
+  std::vector<BurstEntry*> tx_driver_;
   std::vector<std::unique_ptr<SoftwareTxQueue>> sw_tx_;                       // one per TX queue, from configure()
   std::vector<std::unique_ptr<SoftwareRxQueue>> sw_rx_;                       // one per RX queue, from configure()
   std::unique_ptr<VlanFilter> vlan_filter_ = std::make_unique<VlanFilter>();  // ids vlan_filter lets in

@@ -61,6 +61,9 @@ class FakePort final : public Port {
     return {};
   }
 
+  using Port::republish_rx;  // as a driver whose variant changes while the port runs
+  using Port::republish_tx;
+
   std::vector<std::unique_ptr<FakeRxQueue>> rxq_;
   std::vector<std::unique_ptr<FakeTxQueue>> txq_;
   std::array<bool, 4> rx_ready_{};
@@ -170,6 +173,46 @@ TEST(Port, BurstTableFollowsStartAndStop) {
   // Restart: the same queues come back into the table.
   ASSERT_TRUE(p.start().has_value());
   EXPECT_EQ(p.rx_burst(0, pkts, 8), 5);
+}
+
+// A burst function that counts its calls and moves nothing.
+int counted_calls = 0;
+std::uint16_t counted(QueueBase*, Mbuf**, std::uint16_t) noexcept {
+  ++counted_calls;
+  return 0;
+}
+
+// republish_rx/tx replace the driver's function of a running port wherever the port calls it
+// from: the table, or the software RX offload queue (and the software RSS queues) in front of it.
+// A stopped port's table stays idle, and its next start publishes what do_start() says.
+TEST(Port, RepublishReplacesTheDriversFunctionWhereverItIsCalled) {
+  auto p = started_port(2, 1);
+  Mbuf* pkts[8];
+  counted_calls = 0;
+  p->republish_rx(1, &counted);
+  p->republish_tx(0, &counted);
+  EXPECT_EQ(p->rx_burst(1, pkts, 8), 0);
+  EXPECT_EQ(p->tx_burst(0, pkts, 8), 0);
+  EXPECT_EQ(counted_calls, 2);
+  EXPECT_EQ(p->txq_[0]->calls, 0);
+
+  p->stop();
+  p->republish_rx(0, &counted);
+  EXPECT_EQ(p->rx_burst(0, pkts, 8), 0);
+  EXPECT_EQ(counted_calls, 2) << "stopped: the table stays idle";
+
+  // Software VLAN stripping wraps each RX entry, software RSS wraps the wrappers.
+  ASSERT_TRUE(p->set_rx_offloads(rx_offload::vlan_strip).has_value());
+  ASSERT_TRUE(p->set_rss({rss_type::ip}).has_value());
+  ASSERT_TRUE(p->start().has_value());
+  EXPECT_EQ(p->rx_burst(0, pkts, 8), 0);  // software RSS's queue 0 polls every driver queue
+  EXPECT_EQ(counted_calls, 2) << "the start published the driver's own again";
+  EXPECT_EQ(p->rxq_[0]->calls + p->rxq_[1]->calls, 2);
+  p->republish_rx(0, &counted);
+  p->republish_rx(1, &counted);
+  EXPECT_EQ(p->rx_burst(0, pkts, 8), 0);
+  EXPECT_EQ(counted_calls, 4);
+  EXPECT_EQ(p->rxq_[0]->calls + p->rxq_[1]->calls, 2);
 }
 
 TEST(Port, StartWithoutConfigureUsesOneQueueEach) {

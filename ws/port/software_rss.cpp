@@ -50,7 +50,7 @@ std::uint16_t SoftwareRss::hash_only_rx(QueueBase* base, Mbuf** pkts, std::uint1
   auto& q = *static_cast<SoftwareRssQueue*>(base);
   SoftwareRss& rss = *q.rss;
   const BurstEntry& d = rss.driver_[0];
-  const std::uint16_t got = d.fn(d.queue, pkts, n);
+  const std::uint16_t got = d(pkts, n);
   for (std::uint16_t i = 0; i < got; ++i) soft_rss(*pkts[i], rss.key_, rss.types_);
   return got;
 }
@@ -62,7 +62,7 @@ std::uint16_t SoftwareRss::distributor_rx(QueueBase* base, Mbuf** pkts, std::uin
   std::uint16_t got = 0;
   for (const BurstEntry& d : rss.driver_) {
     if (got == n) break;
-    got = static_cast<std::uint16_t>(got + d.fn(d.queue, pkts + got, static_cast<std::uint16_t>(n - got)));
+    got = static_cast<std::uint16_t>(got + d(pkts + got, static_cast<std::uint16_t>(n - got)));
   }
   if (got == 0) return 0;
   std::uint16_t target[mbuf_max_burst];

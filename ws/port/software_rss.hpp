@@ -37,6 +37,8 @@ class SoftwareRss {
 
   // The entry to publish for RX queue q in place of the driver's.
   BurstEntry entry(std::uint16_t q);
+  // Where the driver's entry for RX queue q is kept (Port::republish_rx writes its function).
+  BurstEntry& driver(std::uint16_t q) noexcept { return driver_[q]; }
   // Packets dropped because a queue's spreading ring was full.
   std::uint64_t missed() const noexcept { return missed_.read(); }
   // Frees every packet waiting in the spreading rings (port stopped).

@@ -25,7 +25,7 @@ std::optional<std::uint16_t> vlan_id(const Mbuf& m) noexcept {
 template <bool Filter, bool Strip>
 std::uint16_t software_offload_rx(QueueBase* base, Mbuf** pkts, std::uint16_t n) noexcept {
   auto& q = *static_cast<SoftwareRxQueue*>(base);
-  const std::uint16_t got = q.driver.fn(q.driver.queue, pkts, n);
+  const std::uint16_t got = q.driver(pkts, n);
   std::uint16_t kept = 0;
   std::uint16_t dropped = 0;
   for (std::uint16_t i = 0; i < got; ++i) {

@@ -28,8 +28,7 @@ std::uint16_t software_offload_tx(QueueBase* base, Mbuf** pkts, std::uint16_t n)
   // Send the pending run; the count of the caller's packets handled so far.
   auto flush = [&](std::uint16_t end) noexcept -> std::uint16_t {
     if (run == end) return end;
-    return static_cast<std::uint16_t>(run +
-                                      q.driver.fn(q.driver.queue, pkts + run, static_cast<std::uint16_t>(end - run)));
+    return static_cast<std::uint16_t>(run + q.driver(pkts + run, static_cast<std::uint16_t>(end - run)));
   };
   for (std::uint16_t i = 0; i < n; ++i) {
     Mbuf* m = pkts[i];
@@ -46,7 +45,7 @@ std::uint16_t software_offload_tx(QueueBase* base, Mbuf** pkts, std::uint16_t n)
           mbuf_free(m);
           continue;
         }
-        const std::uint16_t sent = q.driver.fn(q.driver.queue, segs, *count);
+        const std::uint16_t sent = q.driver(segs, *count);
         if (sent < *count) {  // the queue filled up mid-packet: what is left cannot go back
           q.dropped.add(*count - sent);
           mbuf_free_bulk(std::span<Mbuf* const>(segs + sent, *count - sent));

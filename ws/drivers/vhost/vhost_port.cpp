@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // net_vhost port: socket service on a control thread, vhost-user state (ws/virtio VhostBackend),
-// and ring start/stop handed to the polling lcores through RingSlot.
+// and ring start/stop handed to the polling lcores through RingSlot and the port's burst table.
 #include "ws/drivers/vhost/vhost_port.hpp"
 
 #include <poll.h>
@@ -49,32 +49,6 @@ constexpr std::array vhost_params = {
 };
 
 constexpr std::array<std::string_view, 1> vhost_aliases = {"eth_vhost"};  // DPDK's RTE_PMD_REGISTER_ALIAS
-
-struct alignas(cache_line_bytes) RxQ : QueueBase {
-  RingSlot* slot = nullptr;
-  std::unique_ptr<MbufStash> stash;  // set up with the queue's pool
-  RxQueueCounters counters;
-  std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
-    if (!slot->enter()) return 0;
-    const std::uint16_t got = slot->dequeue(*slot, *stash, counters, pkts, n);
-    slot->leave();
-    return got;
-  }
-};
-
-struct alignas(cache_line_bytes) TxQ : QueueBase {
-  RingSlot* slot = nullptr;
-  TxQueueCounters counters;
-  std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
-    if (!slot->enter()) {
-      counters.full.add(n);
-      return 0;
-    }
-    const std::uint16_t sent = slot->enqueue(*slot, counters, pkts, n);
-    slot->leave();
-    return sent;
-  }
-};
 
 constexpr std::uint64_t offered(bool tso) noexcept {
   using virtio::bit;
@@ -173,8 +147,10 @@ class VhostPort final : public Port, public virtio::RingListener {
   Result<void> do_start() override {
     for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
       if (rxq_[q]->stash == nullptr) return fail("RX queue {} was not set up", q);
-      publish_rx(q, rxq_[q].get());
-      publish_tx(q, txq_[q].get());
+      // The variant each ring runs, or the stopped function; ring_started/ring_stopped
+      // republish while the port runs (Port::start holds their republish_* meanwhile).
+      publish_rx(q, {published_rx(*rxq_[q]->slot), rxq_[q].get()});
+      publish_tx(q, {published_tx(*txq_[q]->slot), txq_[q].get()});
     }
     return {};
   }
@@ -220,9 +196,14 @@ class VhostPort final : public Port, public virtio::RingListener {
   LinkStatus link() const override { return {started() && ready_.load(std::memory_order_acquire), 10000, true}; }
 
   // ---- RingListener: control thread, inside VhostBackend::handle ----
+  // The ring's variant goes into the burst table while the slot is still closed, so a burst
+  // that reads the table once the slot opens calls it.
   void ring_started(std::uint32_t r, bool fresh) override {
+    RingSlot& s = slots_[r];
     const SlotStart where =
-        start_slot(slots_[r], backend_, r, fresh, {linear_, legacy_ol_, tx_offloads_.load(std::memory_order_relaxed)});
+        start_slot(s, backend_, r, fresh, {linear_, legacy_ol_, tx_offloads_.load(std::memory_order_relaxed)});
+    republish(r);
+    s.start();  // release: the engine and variant before an lcore enters
     // Once per ring start, in the connection's budget: a frontend can start rings as often as it
     // likes, and these lines must not crowd out a broken ring's.
     if (where.resynced())
@@ -233,7 +214,8 @@ class VhostPort final : public Port, public virtio::RingListener {
   }
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];
-    s.stop();
+    stop_slot(s);
+    republish(r);
     if (s.health.broken() && !s.broken_logged) {
       s.broken_logged = true;
       ring_log_.log(LogLevel::warning, "{}: ring {} was broken by the frontend: {}", name(), r,
@@ -253,6 +235,15 @@ class VhostPort final : public Port, public virtio::RingListener {
   }
 
  private:
+  // Ring r's function into the burst table of its queue: the frontend's TX ring 2q+1 is our RX
+  // queue q, its RX ring 2q our TX queue q (nothing when the port is stopped or has no such queue).
+  void republish(std::uint32_t r) {
+    const auto q = static_cast<std::uint16_t>(r / 2);
+    if (r % 2 == 1)
+      republish_rx(q, published_rx(slots_[r]));
+    else
+      republish_tx(q, published_tx(slots_[r]));
+  }
   void serve();
   void serve_connection(int conn);
   // Handles one message of the connection; false when the connection must be closed.

@@ -76,11 +76,6 @@ class MbufStash {
 // beyond it the packet is dropped (too_small) and the chains go back.
 inline constexpr std::uint16_t max_merged_chains = 64;
 
-struct RingSlot;
-using DequeueFn = std::uint16_t (*)(RingSlot&, MbufStash&, RxQueueCounters&, Mbuf**, std::uint16_t) noexcept;
-
-using EnqueueFn = std::uint16_t (*)(RingSlot&, TxQueueCounters&, Mbuf**, std::uint16_t) noexcept;
-
 // Extra per-ring counters beyond the port's (xstats).
 struct RingCounters {
   Counter bad_packet;  // chain shorter than the header, longer than 64 KiB, or a bad header
@@ -96,13 +91,18 @@ struct RingCounters {
 // The ring lock is a BurstGate (ws/core/burst_gate.hpp): an asymmetric Dekker handshake whose
 // lcore side is two plain stores and a load per burst, instead of a locked instruction that
 // would drain the store buffer on every burst; stop(), which is rare, pays with membarrier(2).
+//
+// The burst variant is chosen when the ring starts, and the port publishes its function in the
+// burst table (vhost_queues.hpp). An lcore may have loaded the function of the ring's previous
+// start just before the table changed: that function finds `variant` is no longer its own and
+// does nothing, as if the ring were stopped.
 struct alignas(cache_line_bytes) RingSlot {
-  BurstGate gate{false};             // open: started (SET_VRING_KICK) and not stopped
-  std::atomic<bool> enabled{false};  // SET_VRING_ENABLE; a disabled ring is not polled
+  BurstGate gate{false};                // open: started (SET_VRING_KICK) and not stopped
+  std::atomic<bool> enabled{false};     // SET_VRING_ENABLE; a disabled ring is not polled
+  std::uint8_t variant = 0;             // the burst variant started (written with the gate closed); 0: none
+  std::atomic<BurstFn> burst{nullptr};  // its function, for the control path to publish; null: stopped
   virtio::SplitDevice<> split;
   virtio::PackedDevice<> packed;
-  DequeueFn dequeue = nullptr;
-  EnqueueFn enqueue = nullptr;
   virtio::Notifier* notifier = nullptr;  // writes the frontend's call fd for this ring
   std::uint32_t ring = 0;                // this ring's index (the notifier's slot)
   bool broken_logged = false;            // control thread: the broken state was reported
@@ -111,17 +111,18 @@ struct alignas(cache_line_bytes) RingSlot {
   RingCounters counters;
   DefaultChain chains[max_merged_chains];  // scratch: the chains of one mergeable packet, or a lookahead
 
-  // Polling lcore: false when the ring is not running (the burst then does nothing).
-  bool enter() noexcept {
+  // Polling lcore, in the burst function of variant `v`: false when the ring is not running that
+  // variant, started and enabled (the burst then does nothing).
+  [[gnu::always_inline]] bool enter(std::uint8_t v) noexcept {
     if (!gate.enter()) [[unlikely]]
       return false;
-    if (!enabled.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (!enabled.load(std::memory_order_relaxed) || variant != v) [[unlikely]] {
       gate.leave();
       return false;
     }
     return true;
   }
-  void leave() noexcept { gate.leave(); }
+  [[gnu::always_inline]] void leave() noexcept { gate.leave(); }
   // Control thread: start() publishes the engine stored before it; after stop() returns, no
   // lcore touches the ring until it is started again.
   void start() noexcept { gate.open(); }
@@ -333,29 +334,26 @@ inline void unpop(RingSlot& s, std::uint16_t from, std::uint16_t to) noexcept {
   }
 }
 
-// Frontend TX ring -> mbufs (the port's rx_burst). InOrder (packed only): one used descriptor,
-// naming the burst's last chain, returns every chain the burst took (virtio 1.2 §2.8.20), at the
-// end of the burst as DPDK's vhost does. Never later: a driver may keep fewer chains outstanding
-// than its ring holds (dpdk-testpmd posts 512 on a 1024-descriptor ring) and waits for these.
-// In: see read_net_hdr. Linear (linear-buffer=1): a packet that does not fit one mbuf is
-// dropped and counted (not_linear), as DPDK's vhost without ext-buffer; tested only where a
-// chain already left the one-buffer path, so the common case pays nothing for it.
-template <bool Packed, bool InOrder, HdrIn In, bool Linear>
-std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, Mbuf** pkts, std::uint16_t n) noexcept {
-  static_assert(Packed || !InOrder, "split rings return every used entry");
-  auto& dev = engine<Packed>(s);
-  const std::uint16_t have = stash.ensure(n);
-  if (have < n) [[unlikely]] {
-    counters.nombuf.add(n - have);  // mbufs asked for and not had, as DPDK's rx_mbuf_alloc_failed
-    n = have;
-    if (n == 0) return 0;
-  }
-  std::uint16_t got = 0, used = 0;
-  std::uint32_t burst_descs = 0;  // InOrder: descriptors of the chains taken
-  std::uint16_t last_id = 0;      // InOrder: the last chain's id
-  std::uint64_t bytes = 0;
+// One dequeue burst in progress: what its steps (below) share. InOrder (packed only): the
+// chains taken are returned by one used descriptor at the end (finish_dequeue), so only their
+// descriptor count and the last id are kept. The steps are always inlined: the state then lives
+// in registers, as one function's locals would.
+template <bool Packed, bool InOrder, HdrIn In>
+struct RxBurst {
+  RingSlot& s;
+  MbufStash& stash;
+  RxQueueCounters& counters;
+  Mbuf** pkts;
+  std::uint16_t n;            // packets wanted (no more than the stash holds)
+  std::uint16_t got = 0;      // packets delivered into pkts
+  std::uint16_t used = 0;     // used entries staged (not InOrder)
+  std::uint32_t descs = 0;    // InOrder: descriptors of the chains taken
+  std::uint16_t last_id = 0;  // InOrder: the last chain's id
+  std::uint64_t bytes = 0;    // of the packets delivered
+  bool more = true;           // false once the ring has nothing more (or broke, or mbufs ran out)
+
   // Hands over packet `m` (ok: its chain was sound and copied), or counts it and puts `m` back.
-  auto deliver = [&](Mbuf* m, const virtio::NetHdr& hdr, bool ok) {
+  [[gnu::always_inline]] void deliver(Mbuf* m, const virtio::NetHdr& hdr, bool ok) noexcept {
     if (ok && read_net_hdr<In>(hdr, m)) [[likely]] {
       bytes += m->pkt_len;
       pkts[got++] = m;
@@ -366,113 +364,165 @@ std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters, 
     mbuf_free(m->next);
     m->reset();
     stash.put_back(m);
-  };
+  }
   // The chain goes back used (in order: with the burst's one used descriptor).
-  auto retire = [&](std::uint16_t id, std::uint16_t ring_descs) {
+  [[gnu::always_inline]] void retire(std::uint16_t id, std::uint16_t ring_descs) noexcept {
     if constexpr (InOrder) {
-      burst_descs += ring_descs;
+      descs += ring_descs;
       last_id = id;
     } else {
       stage_used<Packed>(s, id, 0, ring_descs);
       ++used;
     }
-  };
-  bool more = true;
-  while (more && got < n) {
-    if constexpr (Packed) {
-      // The fast path: cache lines of one-descriptor chains, each a header and a frame that fits
-      // a fresh mbuf, taken a line at once (PackedDevice::pop_batch), as many lines as are ready
-      // (up to fast_lines) and all their buffers prefetched before the first is copied.
-      constexpr std::uint16_t batch = virtio::PackedDevice<>::batch;
-      PackedBatch b[fast_lines];
-      std::uint16_t lines = 0;
-      const std::uint32_t max_len = virtio::net_hdr_bytes + stash.top()->tailroom();
-      while (lines < fast_lines && n - got - lines * batch >= batch &&
-             dev.template pop_batch<false>(b[lines], virtio::net_hdr_bytes, max_len)) {
-        for (const auto& d : b[lines]) prefetch_buffer(d.host);
-        ++lines;
-      }
-      if (lines > 0) {
-        for (std::uint16_t l = 0; l < lines; ++l)
-          for (const auto& d : b[l]) {
-            Mbuf* m = stash.take();
-            virtio::NetHdr hdr;
-            copy_from_buffer(d.host, d.len - virtio::net_hdr_bytes, m, hdr);
-            retire(d.id, 1);
-            deliver(m, hdr, true);
-          }
-        continue;
-      }
-    }
-    // One chain at a time, up to `lookahead` taken before the first is copied, their first
-    // buffers prefetched: the frontend wrote them on its core, so each is a cache miss, and the
-    // misses of several packets overlap instead of each stalling its own copy. A packed ring
-    // stops at a cache line's start, where the fast path can take over.
-    const std::uint16_t want = n - got < lookahead ? static_cast<std::uint16_t>(n - got) : lookahead;
-    std::uint16_t k = 0;
-    while (k < want) {
-      if (dev.pop(s.chains[k]) != Pop::chain) {
-        // Nothing new (or the ring broke): pause before the next poll. Every poll reads the
-        // line the driver is writing its next descriptor into; polling flat out steals it back
-        // and forth and slows the driver down more than it saves us.
-        if (k == 0 && got == 0) cpu_pause();
-        more = false;
-        break;
-      }
-      if constexpr (!Packed) {
-        if (k == 0 && got == 0) dev.prefetch_heads(static_cast<std::uint16_t>(n - 1));
-      }
-      prefetch_first_buffer(s.chains[k++]);
-      if constexpr (Packed) {
-        if (dev.at_batch_start()) break;
-      }
-    }
-    for (std::uint16_t j = 0; j < k; ++j) {
-      const DefaultChain& c = s.chains[j];
-      Mbuf* m = stash.take();
+  }
+};
+
+// RX step "take whole lines" (packed): cache lines of one-descriptor chains, each a header and a
+// frame that fits a fresh mbuf, taken a line at once (PackedDevice::pop_batch), as many lines as
+// are ready (up to fast_lines) and all their buffers prefetched before the first is copied.
+// Returns the packets taken: 0 when the next line does not qualify (take_chains() then goes on).
+template <bool InOrder, HdrIn In>
+[[gnu::always_inline]] inline std::uint16_t dequeue_lines(RxBurst<true, InOrder, In>& b) noexcept {
+  constexpr std::uint16_t batch = virtio::PackedDevice<>::batch;
+  PackedBatch line[fast_lines];
+  std::uint16_t lines = 0;
+  const std::uint32_t max_len = virtio::net_hdr_bytes + b.stash.top()->tailroom();
+  while (lines < fast_lines && b.n - b.got - lines * batch >= batch &&
+         b.s.packed.template pop_batch<false>(line[lines], virtio::net_hdr_bytes, max_len)) {
+    for (const auto& d : line[lines]) prefetch_buffer(d.host);
+    ++lines;
+  }
+  for (std::uint16_t l = 0; l < lines; ++l)
+    for (const auto& d : line[l]) {
+      Mbuf* m = b.stash.take();
       virtio::NetHdr hdr;
-      Copied r;
-      const std::uint32_t frame = c.readable_bytes - virtio::net_hdr_bytes;  // wraps when too short: checked
-      if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
-        copy_from_buffer(c.seg[0].host, frame, m, hdr);
-        r = Copied::ok;
-      } else if (Linear && c.readable_bytes >= virtio::net_hdr_bytes && c.readable_bytes <= max_packet_bytes &&
-                 frame > m->tailroom()) {
-        r = Copied::not_linear;  // a sound chain, too long for one mbuf (an unsound one stays bad_packet)
-      } else {
-        r = copy_from_chain(c, m, stash.pool(), hdr);
-      }
-      if (r == Copied::nombuf) [[unlikely]] {
-        stash.put_back(m);
-        unpop<Packed>(s, j, k);  // this chain and the ones taken after it go back
-        counters.nombuf.add(1);
-        more = false;
-        break;
-      }
-      retire(c.id, c.ring_descs);
-      if (Linear && r == Copied::not_linear) [[unlikely]] {
-        s.counters.not_linear.add(1);  // the chain goes back used; `m`, untouched, to the stash
-        counters.errors.add(1);
-        stash.put_back(m);
-        continue;
-      }
-      deliver(m, hdr, r == Copied::ok);
+      copy_from_buffer(d.host, d.len - virtio::net_hdr_bytes, m, hdr);
+      b.retire(d.id, 1);
+      b.deliver(m, hdr, true);
+    }
+  return static_cast<std::uint16_t>(lines * batch);
+}
+
+// RX step "take chains": one chain at a time into s.chains, up to `lookahead` taken before the
+// first is copied, their first buffers prefetched: the frontend wrote them on its core, so each
+// is a cache miss, and the misses of several packets overlap instead of each stalling its own
+// copy. A packed ring stops at a cache line's start, where dequeue_lines() can take over.
+// Returns the chains taken; clears `more` when the ring had no more.
+template <bool Packed, bool InOrder, HdrIn In>
+[[gnu::always_inline]] inline std::uint16_t take_chains(RxBurst<Packed, InOrder, In>& b) noexcept {
+  auto& dev = engine<Packed>(b.s);
+  const std::uint16_t want = b.n - b.got < lookahead ? static_cast<std::uint16_t>(b.n - b.got) : lookahead;
+  std::uint16_t k = 0;
+  while (k < want) {
+    if (dev.pop(b.s.chains[k]) != Pop::chain) {
+      // Nothing new (or the ring broke): pause before the next poll. Every poll reads the line
+      // the driver is writing its next descriptor into; polling flat out steals it back and
+      // forth and slows the driver down more than it saves us.
+      if (k == 0 && b.got == 0) cpu_pause();
+      b.more = false;
+      break;
+    }
+    if constexpr (!Packed) {
+      if (k == 0 && b.got == 0) dev.prefetch_heads(static_cast<std::uint16_t>(b.n - 1));
+    }
+    prefetch_first_buffer(b.s.chains[k++]);
+    if constexpr (Packed) {
+      if (dev.at_batch_start()) break;
     }
   }
+  return k;
+}
+
+// RX step "copy a chain" into `m`, a fresh mbuf: the common case (header and frame in one buffer
+// that fits `m`) inline; Linear (linear-buffer=1): a sound chain too long for one mbuf is
+// not_linear, tested only once the chain has left the common case, which pays nothing for it;
+// anything else through copy_from_chain(), which checks the chain and chains mbufs.
+template <bool Linear>
+[[gnu::always_inline]] inline Copied copy_chain(const DefaultChain& c, Mbuf* m, PktmbufPool& pool,
+                                                virtio::NetHdr& hdr) noexcept {
+  const std::uint32_t frame = c.readable_bytes - virtio::net_hdr_bytes;  // wraps when too short: checked
+  if (c.readable == 1 && c.readable_bytes >= virtio::net_hdr_bytes && frame <= m->tailroom()) [[likely]] {
+    copy_from_buffer(c.seg[0].host, frame, m, hdr);
+    return Copied::ok;
+  }
+  if (Linear && c.readable_bytes >= virtio::net_hdr_bytes && c.readable_bytes <= max_packet_bytes &&
+      frame > m->tailroom())
+    return Copied::not_linear;  // a sound chain, too long for one mbuf (an unsound one stays bad_packet)
+  return copy_from_chain(c, m, pool, hdr);
+}
+
+// RX step "copy the chains taken": s.chains[0..k) into mbufs from the stash, each chain retired.
+// When the pool runs out mid-way, the chain and the ones after it go back to the ring untaken.
+template <bool Packed, bool InOrder, HdrIn In, bool Linear>
+[[gnu::always_inline]] inline void copy_chains(RxBurst<Packed, InOrder, In>& b, std::uint16_t k) noexcept {
+  for (std::uint16_t j = 0; j < k; ++j) {
+    const DefaultChain& c = b.s.chains[j];
+    Mbuf* m = b.stash.take();
+    virtio::NetHdr hdr;
+    const Copied r = copy_chain<Linear>(c, m, b.stash.pool(), hdr);
+    if (r == Copied::nombuf) [[unlikely]] {
+      b.stash.put_back(m);
+      unpop<Packed>(b.s, j, k);  // this chain and the ones taken after it go back
+      b.counters.nombuf.add(1);
+      b.more = false;
+      return;
+    }
+    b.retire(c.id, c.ring_descs);
+    if (Linear && r == Copied::not_linear) [[unlikely]] {
+      b.s.counters.not_linear.add(1);  // the chain goes back used; `m`, untouched, to the stash
+      b.counters.errors.add(1);
+      b.stash.put_back(m);
+      continue;
+    }
+    b.deliver(m, hdr, r == Copied::ok);
+  }
+}
+
+// RX step "return the chains": the used entries staged become visible (InOrder: the burst's one
+// used descriptor first), the frontend is notified if it asked, and the burst is counted.
+template <bool Packed, bool InOrder, HdrIn In>
+[[gnu::always_inline]] inline void finish_dequeue(RxBurst<Packed, InOrder, In>& b) noexcept {
+  auto& dev = engine<Packed>(b.s);
   if constexpr (InOrder) {
-    if (burst_descs > 0) {
-      dev.stage_used(last_id, 0, static_cast<std::uint16_t>(burst_descs));
+    if (b.descs > 0) {
+      dev.stage_used(b.last_id, 0, static_cast<std::uint16_t>(b.descs));
       dev.flush_used();
-      if (dev.needs_notify()) s.notify();
+      if (dev.needs_notify()) b.s.notify();
     }
-  } else if (used > 0) {
+  } else if (b.used > 0) {
     dev.flush_used();
-    if (dev.needs_notify()) s.notify();
+    if (dev.needs_notify()) b.s.notify();
   }
-  s.counters.classes.count(pkts, got);
-  counters.packets.add(got);
-  counters.bytes.add(bytes);
-  return got;
+  b.s.counters.classes.count(b.pkts, b.got);
+  b.counters.packets.add(b.got);
+  b.counters.bytes.add(b.bytes);
+}
+
+// Frontend TX ring -> mbufs (the port's rx_burst). InOrder (packed only): one used descriptor,
+// naming the burst's last chain, returns every chain the burst took (virtio 1.2 §2.8.20), at the
+// end of the burst as DPDK's vhost does. Never later: a driver may keep fewer chains outstanding
+// than its ring holds (dpdk-testpmd posts 512 on a 1024-descriptor ring) and waits for these.
+// In: see read_net_hdr. Linear: see copy_chain. Inlined into its variant's burst function
+// (vhost_queues.hpp), as enqueue() is: the table's one indirect call lands in the whole burst.
+template <bool Packed, bool InOrder, HdrIn In, bool Linear>
+[[gnu::always_inline]] inline std::uint16_t dequeue(RingSlot& s, MbufStash& stash, RxQueueCounters& counters,
+                                                    Mbuf** pkts, std::uint16_t n) noexcept {
+  static_assert(Packed || !InOrder, "split rings return every used entry");
+  const std::uint16_t have = stash.ensure(n);
+  if (have < n) [[unlikely]] {
+    counters.nombuf.add(n - have);  // mbufs asked for and not had, as DPDK's rx_mbuf_alloc_failed
+    n = have;
+    if (n == 0) return 0;
+  }
+  RxBurst<Packed, InOrder, In> b{s, stash, counters, pkts, n};
+  while (b.more && b.got < b.n) {
+    if constexpr (Packed) {
+      if (dequeue_lines(b) > 0) continue;
+    }
+    copy_chains<Packed, InOrder, In, Linear>(b, take_chains(b));
+  }
+  finish_dequeue(b);
+  return b.got;
 }
 
 // Starts loading a frontend RX buffer (its header and first frame line): the frontend's core
@@ -636,7 +686,8 @@ inline std::uint16_t enqueue_batch(RingSlot& s, Mbuf* const* pkts, std::uint16_t
 // mbufs -> frontend RX ring (the port's tx_burst). The mbufs are freed: the data was copied.
 // Offload: see make_net_hdr.
 template <bool Packed, bool Mergeable, bool Offload>
-std::uint16_t enqueue(RingSlot& s, TxQueueCounters& counters, Mbuf** pkts, std::uint16_t n) noexcept {
+[[gnu::always_inline]] inline std::uint16_t enqueue(RingSlot& s, TxQueueCounters& counters, Mbuf** pkts,
+                                                    std::uint16_t n) noexcept {
   auto& dev = engine<Packed>(s);
   std::uint16_t sent = 0, used = 0;
   std::uint64_t bytes = 0;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ws/core/arena.hpp"
+#include "ws/drivers/vhost/vhost_queues.hpp"
 #include "ws/virtio/ring/packed_driver.hpp"
 #include "ws/virtio/ring/split_driver.hpp"
 #include "ws/virtio/ring/test_memory.hpp"
@@ -494,17 +495,47 @@ TEST(NetHeader, StoredOnlyWhereItDiffers) {
 }
 
 // The ring lock is a BurstGate (its handshake with a polling thread is tested in ws/core); the
-// slot adds SET_VRING_ENABLE: a ring is entered only when started and enabled.
-TEST(RingSlot, EnteredOnlyWhenStartedAndEnabled) {
+// slot adds SET_VRING_ENABLE and the variant: a ring is entered only when started, enabled, and
+// by the burst function of the variant it was started with.
+TEST(RingSlot, EnteredOnlyWhenStartedEnabledAndOfTheVariant) {
   auto slot = std::make_unique<RingSlot>();
-  EXPECT_FALSE(slot->enter()) << "a ring not started yet";
+  constexpr std::uint8_t v = rx_variant<true, true, HdrIn::ignore, false>;
+  slot->variant = v;
+  EXPECT_FALSE(slot->enter(v)) << "a ring not started yet";
   slot->start();
-  EXPECT_FALSE(slot->enter()) << "started but not enabled";
+  EXPECT_FALSE(slot->enter(v)) << "started but not enabled";
   slot->enabled.store(true, std::memory_order_relaxed);
-  ASSERT_TRUE(slot->enter());
+  ASSERT_TRUE(slot->enter(v));
   slot->leave();
+  EXPECT_FALSE(slot->enter(rx_variant<true, false, HdrIn::ignore, false>))
+      << "the function of another variant, loaded from the table before the ring restarted";
   slot->stop();  // returns at once: nobody is inside
-  EXPECT_FALSE(slot->enter()) << "stopped";
+  EXPECT_FALSE(slot->enter(v)) << "stopped";
+}
+
+// A burst through what the port's table holds: the stopped functions until the ring starts (TX
+// counts what it did not take as `full`), then the variant; a function of an earlier start does
+// nothing.
+TEST(VhostQueues, StoppedAndStaleFunctionsTakeNothing) {
+  auto slot = std::make_unique<RingSlot>();
+  TxQ txq;
+  txq.slot = slot.get();
+  Mbuf* pkts[4] = {};
+  EXPECT_EQ(published_tx(*slot)(&txq, pkts, 4), 0);
+  EXPECT_EQ(txq.counters.full.read(), 4u);
+  slot->variant = tx_variant<true, false, false>;
+  slot->burst.store(&tx_burst<true, false, false>);
+  slot->start();
+  slot->enabled.store(true, std::memory_order_relaxed);
+  EXPECT_EQ((tx_burst<false, false, false>(&txq, pkts, 4)), 0) << "another variant's function";
+  EXPECT_EQ(txq.counters.full.read(), 8u);
+  slot->stop();
+  EXPECT_EQ((tx_burst<true, false, false>(&txq, pkts, 4)), 0) << "the ring's own, stopped";
+  EXPECT_EQ(txq.counters.full.read(), 12u);
+  slot->burst.store(nullptr);  // as stop_slot() leaves it
+  RxQ rxq;
+  rxq.slot = slot.get();
+  EXPECT_EQ(published_rx(*slot)(&rxq, pkts, 4), 0);
 }
 
 }  // namespace

@@ -87,12 +87,23 @@ struct Device final : RingListener {
   } slots;
   VhostBackend backend{BackendOptions{.name = "fuzz", .queue_pairs = rings / 2}, this};
   SlotOptions options;
+  // The port's queues on those rings; a burst calls what the port's table would hold.
+  RxQ rxq[rings / 2];
+  TxQ txq[rings / 2];
+  Device() {
+    for (std::uint32_t q = 0; q < rings / 2; ++q) {
+      rxq[q].slot = &slots[2 * q + 1];
+      rxq[q].stash = std::make_unique<MbufStash>(world().pool.get());
+      txq[q].slot = &slots[2 * q];
+    }
+  }
   void ring_started(std::uint32_t r, bool fresh) override {
     start_slot(slots[r], backend, r, fresh, options);
+    slots[r].start();
     slots[r].enabled.store(true, std::memory_order_relaxed);
   }
   std::uint16_t ring_stopped(std::uint32_t r) override {
-    slots[r].stop();
+    stop_slot(slots[r]);
     return last_avail_idx(slots[r], backend.packed());
   }
   void ring_call_changed(std::uint32_t, int) override {}
@@ -156,15 +167,11 @@ void send_state(Device& d, vu::Request request, std::uint32_t index, std::uint32
   send(d, request, &s, sizeof s);
 }
 
-void dequeue_burst(Device& d, Input& in, MbufStash* stashes) {
-  const std::uint32_t r = 1 + 2 * (in.u8() % (rings / 2));  // the frontend's TX rings
+void dequeue_burst(Device& d, Input& in) {
+  const std::uint32_t q = in.u8() % (rings / 2);  // on the frontend's TX ring 2q+1
   const std::uint16_t n = static_cast<std::uint16_t>(1 + in.u8() % mbuf_max_burst);
-  RingSlot& s = d.slots[r];
-  if (!s.enter()) return;
   Mbuf* pkts[mbuf_max_burst];
-  RxQueueCounters c;
-  const std::uint16_t got = s.dequeue(s, stashes[r / 2], c, pkts, n);
-  s.leave();
+  const std::uint16_t got = published_rx(*d.rxq[q].slot)(&d.rxq[q], pkts, n);
   if (got > n) std::abort();
   for (std::uint16_t i = 0; i < got; ++i)
     if (pkts[i]->pkt_len > max_packet_bytes) std::abort();
@@ -172,7 +179,7 @@ void dequeue_burst(Device& d, Input& in, MbufStash* stashes) {
 }
 
 void enqueue_burst(Device& d, Input& in) {
-  const std::uint32_t r = 2 * (in.u8() % (rings / 2));  // the frontend's RX rings
+  const std::uint32_t q = in.u8() % (rings / 2);  // on the frontend's RX ring 2q
   const std::uint16_t n = static_cast<std::uint16_t>(1 + in.u8() % 16);
   PktmbufPool& pool = *world().pool;
   Mbuf* pkts[16];
@@ -201,19 +208,13 @@ void enqueue_burst(Device& d, Input& in) {
     }
     pkts[made] = head;
   }
-  RingSlot& s = d.slots[r];
-  std::uint16_t taken = 0;
-  if (s.enter()) {
-    TxQueueCounters c;
-    taken = s.enqueue(s, c, pkts, made);
-    s.leave();
-  }
+  const std::uint16_t taken = published_tx(*d.txq[q].slot)(&d.txq[q], pkts, made);
   if (taken > made) std::abort();
   mbuf_free_bulk(std::span<Mbuf* const>(pkts + taken, made - taken));
 }
 
 // One operation of the input.
-void step(Device& d, Input& in, MbufStash* stashes) {
+void step(Device& d, Input& in) {
   const std::uint8_t tag = in.u8();
   switch (tag % 12) {
     case 0: {  // a raw message: 0-2 fds, up to 300 bytes
@@ -233,7 +234,7 @@ void step(Device& d, Input& in, MbufStash* stashes) {
       break;
     }
     case 2:
-      dequeue_burst(d, in, stashes);
+      dequeue_burst(d, in);
       break;
     case 3:
       enqueue_burst(d, in);
@@ -288,11 +289,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Device d;
     d.options.legacy_ol = size > 0 && (data[0] & 0x40);
     d.options.linear = size > 0 && (data[0] & 0x20);
-    MbufStash stashes[rings / 2] = {MbufStash(w.pool.get()), MbufStash(w.pool.get())};
     Input in{data, size};
-    for (int ops = 0; in.left > 0 && ops < 256; ++ops) step(d, in, stashes);
+    for (int ops = 0; in.left > 0 && ops < 256; ++ops) step(d, in);
     d.backend.reset();  // the frontend goes: rings stopped, memory unmapped, fds closed
-    for (MbufStash& s : stashes) s.release();
+    for (RxQ& q : d.rxq) q.stash->release();
   }
   if (w.pool->in_use() != in_use_before) std::abort();  // no mbuf lost
   if (open_fds() != fds_before) std::abort();           // no fd leaked
