@@ -176,7 +176,7 @@ class MemifPort final : public Port {
   Result<void> create_region();
   Result<void> attach_rings();
   void attach(MemifRing& ring, std::byte* base, std::uint8_t log2, bool s2c, std::uint16_t index);
-  void teardown();
+  bool teardown();  // whether the link was up
   std::string broken_rings() const;
 
   MemifOptions o_;
@@ -225,9 +225,12 @@ void MemifPort<Server>::serve() {
     conn_fd_.store(conn, std::memory_order_release);
     if (stop_.load(std::memory_order_acquire)) ::shutdown(conn, SHUT_RDWR);  // stop_thread ran meanwhile
     serve_connection(conn);
-    teardown();
+    const bool was_up = teardown();
     conn_fd_.store(-1, std::memory_order_release);
     ::close(conn);
+    // A client the server refused tries again after a pause, not in a loop (a DPDK server
+    // refuses every INIT until its port starts).
+    if (!Server && !was_up) ::usleep(100 * 1000);
   }
   log_.flush(true);
 }
@@ -324,7 +327,7 @@ Result<bool> MemifPort<Server>::handle(int conn, const memif::Received& r) {
     if (auto ok = attach_rings(); !ok) return std::unexpected(ok.error());
     connections_.add(1);
     up_.store(true, std::memory_order_release);
-    log_.log(LogLevel::info, "{}: connected to '{}' on {}", name(),
+    log_.log(LogLevel::notice, "{}: connected to '{}' on {}", name(),
              Server ? server_->peer_name() : client_->peer_name(), o_.socket.describe());
   }
   return true;
@@ -453,13 +456,13 @@ Result<void> MemifPort<Server>::attach_rings() {
 // Control thread, connection gone: no lcore is in a ring after its gate closes, so the memory
 // can go.
 template <bool Server>
-void MemifPort<Server>::teardown() {
+bool MemifPort<Server>::teardown() {
   const bool was_up = up_.exchange(false, std::memory_order_acq_rel);
   for (auto& q : rxq_) q->ring.gate.close();
   for (auto& q : txq_) q->ring.gate.close();
   if (was_up) {
     disconnects_.add(1);
-    log_.log(LogLevel::info, "{}: disconnected; link down", name());
+    log_.log(LogLevel::notice, "{}: disconnected; link down", name());
   }
   for (MappedRegion& r : mapped_) {
     r.guard.release();
@@ -473,6 +476,7 @@ void MemifPort<Server>::teardown() {
   server_.reset();
   client_.reset();
   memory_lost_.store(false, std::memory_order_relaxed);
+  return was_up;
 }
 
 template <bool Server>
