@@ -193,7 +193,10 @@ class MemifPort final : public Port {
   std::vector<MappedRegion> mapped_;
   std::vector<Region> regions_;  // what the server's rings translate descriptors with
   std::vector<int> ring_fds_;    // client: each ring's eventfd (C2S rings first)
+  // What a peer can make us log, rate-limited: connections and refusals, and broken rings apart
+  // (a flood of the first must not hide the second).
   LogBudget log_{name() + " (connections)"};
+  LogBudget ring_log_{name() + " (rings)"};
   Counter connections_, disconnects_, lost_;
   std::vector<std::unique_ptr<MemifRx<Server>>> rxq_;
   std::vector<std::unique_ptr<MemifTx<Server>>> txq_;
@@ -233,6 +236,7 @@ void MemifPort<Server>::serve() {
     if (!Server && !was_up) ::usleep(100 * 1000);
   }
   log_.flush(true);
+  ring_log_.flush(true);
 }
 
 // One connection: the handshake, then watching the rings until either side ends it.
@@ -251,6 +255,7 @@ void MemifPort<Server>::serve_connection(int conn) {
     pollfd p{conn, POLLIN, 0};
     const int r = ::poll(&p, 1, 100);
     log_.flush();
+    ring_log_.flush();
     if (stop_.load(std::memory_order_acquire) || !watch(conn)) return;
     if (!up_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() > deadline) {
       log_.log(LogLevel::warning, "{}: the peer did not finish connecting in {} ms; closing", name(), handshake_ms);
@@ -286,7 +291,7 @@ bool MemifPort<Server>::watch(int conn) {
   if (!up_.load(std::memory_order_relaxed)) return true;
   const std::string broken = broken_rings();
   if (broken.empty()) return true;
-  log_.log(LogLevel::warning, "{}: {}; link down, closing the connection", name(), broken);
+  ring_log_.log(LogLevel::warning, "{}: {}; link down, closing the connection", name(), broken);
   (void)memif::send(conn, memif::disconnect_message("a ring was broken"));
   return false;
 }

@@ -176,11 +176,10 @@ Result<Step> ServerSession::on_add_ring(const AddRing& r, bool has_fd) {
                 max_log2_ring_size);
   // The header's head and tail and each descriptor are read as aligned words.
   const std::uint64_t bytes = sizeof(RingHeader) + (std::uint64_t{sizeof(Desc)} << r.log2_ring_size);
-  if (r.offset % 16 != 0 || std::uint64_t{r.offset} + bytes > regions_[r.region])
-    return fail(
-        "ADD_RING {} {} at offset {} ({} bytes) in region {} of {} bytes, expected a 16-byte aligned ring "
-        "inside it",
-        dir, r.index, r.offset, bytes, r.region, regions_[r.region]);
+  if (r.offset % 16 != 0) return fail("ADD_RING {} {} at offset {}: not 16-byte aligned", dir, r.index, r.offset);
+  if (std::uint64_t{r.offset} + bytes > regions_[r.region])
+    return fail("ADD_RING {} {} of {} bytes at offset {} past region {} of {} bytes", dir, r.index, bytes, r.offset,
+                r.region, regions_[r.region]);
   if (rings.size() <= r.index) rings.resize(r.index + 1u);
   rings[r.index] = {true, r.region, r.offset, r.log2_ring_size};
   return ack();
