@@ -53,6 +53,7 @@ class MemifBase(unittest.TestCase):
         self.tmp = testpmd_harness.temp_dir(self, "ws-memif-")
         self.sock = os.path.join(self.tmp.name, "memif.sock")
         self.procs = []
+        self.early = {}  # pid -> output read by read_until(), given back by finish()
 
     def tearDown(self):
         for p in self.procs:
@@ -82,8 +83,24 @@ class MemifBase(unittest.TestCase):
         self.procs.append(p)
         return p
 
+    def read_until(self, p, text, count=1, timeout=20.0):
+        """Reads p's output while it runs until `text` appeared `count` times (a failure when it
+        does not); finish() returns what was read here too."""
+        buf = self.early.get(p.pid, "")
+        end = time.time() + timeout
+        while buf.count(text) < count and time.time() < end and p.poll() is None:
+            if select.select([p.stdout], [], [], 0.1)[0]:
+                chunk = os.read(p.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                buf += chunk.decode(errors="replace")
+        self.early[p.pid] = buf
+        self.assertGreaterEqual(buf.count(text), count, "'{}' did not come\n{}".format(text, buf[-3000:]))
+        return ""
+
     def finish(self, p, timeout=30):
         out, _ = p.communicate(timeout=timeout)
+        out = self.early.pop(p.pid, "") + out
         testpmd_harness.assert_no_crash(self, out, " ".join(p.args) + "\n" + out[-3000:])
         return out
 
@@ -173,7 +190,8 @@ class Restarts(MemifBase):
         self.wait_socket(server)
         client_app = ["--forward-mode=mac", "--auto-start", "--tx-first", "--nb-cores=1"]
         first = self.start(self.ours(CLIENT_LCORES, self.vdev("client"), client_app, "first", 30))
-        time.sleep(1.0)
+        self.read_until(server, "connected to")
+        time.sleep(0.5)
         first.kill()  # mid-traffic, no DISCONNECT: the socket just closes
         first.wait()
         second = self.start(self.ours(CLIENT_LCORES, self.vdev("client"), client_app, "second", WINDOW))
@@ -193,7 +211,8 @@ class Restarts(MemifBase):
         # txonly: the packets the killed server held are gone; new ones flow to its successor.
         client = self.start(self.ours(CLIENT_LCORES, self.vdev("client"),
                                       ["--forward-mode=txonly", "--auto-start", "--nb-cores=1"], "client", 4))
-        time.sleep(1.0)
+        self.read_until(first, "connected to")
+        time.sleep(0.5)
         first.kill()
         first.wait()
         second = self.start(self.ours(SERVER_LCORES, self.vdev("server"), server_app, "second", 30))
@@ -225,16 +244,6 @@ class OursWithDpdk(MemifBase):
         self.assertLessEqual(p["tx_packets"] - drx, RING)
         self.assertGreaterEqual(dtx, p["rx_packets"])
         self.assertLessEqual(dtx - p["rx_packets"], RING)
-
-    def read_until(self, p, text, timeout=15.0):
-        """p's output up to `text` (a failure when it does not come)."""
-        buf = ""
-        end = time.time() + timeout
-        while text not in buf and time.time() < end and p.poll() is None:
-            if select.select([p.stdout], [], [], 0.1)[0]:
-                buf += os.read(p.stdout.fileno(), 65536).decode(errors="replace")
-        self.assertIn(text, buf, "dpdk-testpmd did not start forwarding")
-        return buf
 
     def dpdk_quit(self, p):
         p.stdin.write("\n")

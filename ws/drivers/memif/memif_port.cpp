@@ -349,14 +349,14 @@ Result<void> MemifPort<Server>::take_fd(const Message& m, int fd) {
     if (m.type == MsgType::add_ring) {
       auto ok = virtio::expect_eventfd(fd);
       reaper_.close(fd);
-      if (!ok) return with_context(ok.error(), fmt::format("ADD_RING {}", m.add_ring.index));
+      if (!ok) return with_context(ok.error(), fmt::format("ADD_RING {}", +m.add_ring.index));
       return {};
     }
     if (m.type != MsgType::add_region) return {};
     const std::uint64_t size = server_->regions().back();
     auto close_fail = [&](const Error& e) -> Result<void> {
       reaper_.close(fd);
-      return with_context(e, fmt::format("ADD_REGION {}", m.add_region.index));
+      return with_context(e, fmt::format("ADD_REGION {}", +m.add_region.index));
     };
     if (auto ok = virtio::expect_shared_memory(fd); !ok) return close_fail(ok.error());
     struct stat st{};  // a tmpfs file: fstat is answered from memory
@@ -364,7 +364,7 @@ Result<void> MemifPort<Server>::take_fd(const Message& m, int fd) {
       return close_fail(Error{fmt::format("the file holds {} bytes, fewer than the {} declared", st.st_size, size)});
     void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     reaper_.close(fd);
-    if (p == MAP_FAILED) return fail("ADD_REGION {}: mmap of {} bytes: {}", m.add_region.index, size, strerror(errno));
+    if (p == MAP_FAILED) return fail("ADD_REGION {}: mmap of {} bytes: {}", +m.add_region.index, size, strerror(errno));
     MappedRegion& r = mapped_.emplace_back(MappedRegion{static_cast<std::byte*>(p), size, -1, {}});
     auto guard = virtio::MappingGuard::guard(p, size, &memory_lost_);
     if (!guard) return std::unexpected(guard.error());

@@ -146,9 +146,9 @@ Step ServerSession::ack() const {
 }
 
 Result<Step> ServerSession::on_init(const Init& i) {
-  if (i.version != version) return fail("INIT with memif version {:#x}, expected {:#x}", i.version, version);
-  if (i.id != config_.id) return fail("INIT for interface id {}, expected id {}", i.id, config_.id);
-  if (i.mode != 0) return fail("INIT in mode {}, expected 0 (ethernet)", i.mode);
+  if (i.version != version) return fail("INIT with memif version {:#x}, expected {:#x}", +i.version, version);
+  if (i.id != config_.id) return fail("INIT for interface id {}, expected id {}", +i.id, config_.id);
+  if (i.mode != 0) return fail("INIT in mode {}, expected 0 (ethernet)", +i.mode);
   // As DPDK: the secret is compared up to its 24 bytes, and one is asked only when we have one.
   if (!config_.secret.empty()) {
     char ours[secret_bytes]{};
@@ -166,20 +166,20 @@ Result<Step> ServerSession::on_add_ring(const AddRing& r, bool has_fd) {
   auto& rings = c2s ? c2s_ : s2c_;
   const std::uint16_t most = c2s ? config_.c2s : config_.s2c;
   const char* dir = c2s ? "C2S" : "S2C";
-  if (!has_fd) return fail("ADD_RING {} {} without its interrupt fd", dir, r.index);
-  if (r.index >= most) return fail("ADD_RING {} {}, expected an index below {}", dir, r.index, most);
-  if (rings.size() > r.index && rings[r.index].present) return fail("ADD_RING {} {} twice", dir, r.index);
+  if (!has_fd) return fail("ADD_RING {} {} without its interrupt fd", dir, +r.index);
+  if (r.index >= most) return fail("ADD_RING {} {}, expected an index below {}", dir, +r.index, most);
+  if (rings.size() > r.index && rings[r.index].present) return fail("ADD_RING {} {} twice", dir, +r.index);
   if (r.region >= regions_.size())
-    return fail("ADD_RING {} {} in region {}, expected one of the {} added", dir, r.index, r.region, regions_.size());
+    return fail("ADD_RING {} {} in region {}, expected one of the {} added", dir, +r.index, +r.region, regions_.size());
   if (r.log2_ring_size < 1 || r.log2_ring_size > max_log2_ring_size)
-    return fail("ADD_RING {} {} of 2^{} slots, expected 2^1 to 2^{}", dir, r.index, r.log2_ring_size,
+    return fail("ADD_RING {} {} of 2^{} slots, expected 2^1 to 2^{}", dir, +r.index, +r.log2_ring_size,
                 max_log2_ring_size);
   // The header's head and tail and each descriptor are read as aligned words.
   const std::uint64_t bytes = sizeof(RingHeader) + (std::uint64_t{sizeof(Desc)} << r.log2_ring_size);
-  if (r.offset % 16 != 0) return fail("ADD_RING {} {} at offset {}: not 16-byte aligned", dir, r.index, r.offset);
+  if (r.offset % 16 != 0) return fail("ADD_RING {} {} at offset {}: not 16-byte aligned", dir, +r.index, +r.offset);
   if (std::uint64_t{r.offset} + bytes > regions_[r.region])
-    return fail("ADD_RING {} {} of {} bytes at offset {} past region {} of {} bytes", dir, r.index, bytes, r.offset,
-                r.region, regions_[r.region]);
+    return fail("ADD_RING {} {} of {} bytes at offset {} past region {} of {} bytes", dir, +r.index, bytes, +r.offset,
+                +r.region, regions_[+r.region]);
   if (rings.size() <= r.index) rings.resize(r.index + 1u);
   rings[r.index] = {true, r.region, r.offset, r.log2_ring_size};
   return ack();
@@ -212,12 +212,12 @@ Result<Step> ServerSession::on_message(const Message& m, bool has_fd) {
       return on_init(m.init);
     case MsgType::add_region:
       if (!setup) break;
-      if (!has_fd) return fail("ADD_REGION {} without its memory fd", m.add_region.index);
+      if (!has_fd) return fail("ADD_REGION {} without its memory fd", +m.add_region.index);
       if (m.add_region.index != regions_.size() || regions_.size() >= max_regions)
-        return fail("ADD_REGION {}, expected region {}", m.add_region.index, regions_.size());
+        return fail("ADD_REGION {}, expected region {}", +m.add_region.index, regions_.size());
       if (m.add_region.size == 0 || m.add_region.size > (std::uint64_t{1} << 40))
-        return fail("ADD_REGION {} of {} bytes, expected 1 byte to 1 TiB", m.add_region.index, m.add_region.size);
-      regions_.push_back(m.add_region.size);
+        return fail("ADD_REGION {} of {} bytes, expected 1 byte to 1 TiB", +m.add_region.index, +m.add_region.size);
+      regions_.push_back(std::uint64_t{m.add_region.size});  // a copy: the field is packed
       return ack();
     case MsgType::add_ring:
       if (!setup) break;
@@ -238,12 +238,12 @@ Result<Step> ServerSession::on_message(const Message& m, bool has_fd) {
 
 Result<Step> ClientSession::on_hello(const Hello& h) {
   if (h.min_version > version || h.max_version < version)
-    return fail("HELLO offers memif versions {:#x} to {:#x}, expected {:#x}", h.min_version, h.max_version, version);
+    return fail("HELLO offers memif versions {:#x} to {:#x}, expected {:#x}", +h.min_version, +h.max_version, version);
   // As DPDK: as many rings as both sides have, the smaller of both largest ring sizes.
   const auto c2s = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.c2s, h.max_c2s_ring + 1u));
   const auto s2c = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.s2c, h.max_s2c_ring + 1u));
   const auto log2 = std::min(config_.log2_ring_size, h.max_log2_ring_size);
-  if (log2 < 1) return fail("HELLO allows rings of 2^{} slots, expected 2^1 or more", h.max_log2_ring_size);
+  if (log2 < 1) return fail("HELLO allows rings of 2^{} slots, expected 2^1 or more", +h.max_log2_ring_size);
   auto layout = make_layout(log2, c2s, s2c, config_.buffer_bytes);
   if (!layout) return std::unexpected(layout.error());
   layout_ = *layout;

@@ -36,8 +36,8 @@ TEST(MemifProto, MessagesRoundTripAndStrangersAreRefused) {
   auto back = decode(encode(m));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->type, MsgType::add_ring);
-  EXPECT_EQ(back->add_ring.offset, 4096u);
-  EXPECT_EQ(back->add_ring.log2_ring_size, 10);
+  EXPECT_EQ(+back->add_ring.offset, 4096u);
+  EXPECT_EQ(+back->add_ring.log2_ring_size, 10);
   auto bytes = encode(m);
   EXPECT_NE(decode(std::span(bytes).first(127)).error().message.find("127 bytes"), std::string::npos);
   bytes[0] = std::byte{42};
@@ -62,7 +62,7 @@ class Server : public ::testing::Test {
 };
 
 TEST_F(Server, TheHandshakeInDpdksOrder) {
-  EXPECT_EQ(s.hello().hello.max_c2s_ring, 1);  // our two RX queues, less one
+  EXPECT_EQ(+s.hello().hello.max_c2s_ring, 1);  // our two RX queues, less one
   ASSERT_NO_FATAL_FAILURE(to_setup());
   ASSERT_TRUE(s.on_message(add_ring(true, 0, 0), true).has_value());
   ASSERT_TRUE(s.on_message(add_ring(false, 0, 4096), true).has_value());
@@ -113,7 +113,7 @@ TEST(MemifProto, TheClientSendsRegionRingsAndConnectOnePerAck) {
   auto first = c.on_message(hello);
   ASSERT_TRUE(first.has_value()) << first.error().message;
   EXPECT_EQ(first->reply->type, MsgType::init);
-  EXPECT_EQ(first->reply->init.id, 3u);
+  EXPECT_EQ(+first->reply->init.id, 3u);
   EXPECT_EQ(c.layout().c2s, 2);
   EXPECT_EQ(c.layout().s2c, 1);
   EXPECT_EQ(c.layout().log2_ring_size, 10);
@@ -123,7 +123,7 @@ TEST(MemifProto, TheClientSendsRegionRingsAndConnectOnePerAck) {
     ASSERT_TRUE(s.has_value());
     sent.push_back(s->reply->type);
     if (s->reply->type == MsgType::add_ring) {
-      EXPECT_EQ(s->reply->add_ring.offset, c.layout().ring_offset(s->fd_index >= 2, s->fd_index % 2));
+      EXPECT_EQ(+s->reply->add_ring.offset, c.layout().ring_offset(s->fd_index >= 2, s->fd_index % 2));
     }
   }
   EXPECT_EQ(sent, (std::vector{MsgType::add_region, MsgType::add_ring, MsgType::add_ring, MsgType::add_ring,
