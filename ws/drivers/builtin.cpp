@@ -7,6 +7,7 @@
 #ifdef WS_HAVE_AF_XDP
 #include "ws/drivers/af_xdp/af_xdp_port.hpp"
 #endif
+#include "ws/drivers/memif/memif_port.hpp"
 #include "ws/drivers/null/null_port.hpp"
 #include "ws/drivers/pcap/pcap_port.hpp"
 #include "ws/drivers/ring/ring_port.hpp"
@@ -28,6 +29,7 @@ void register_builtin_drivers(DriverRegistry& registry) {
 #endif
   registry.add(make_vhost_driver());
   registry.add(make_virtio_user_driver());
+  registry.add(make_memif_driver());
   registry.add(make_e1000_driver());
   registry.add(make_virtio_pci_driver());
 }

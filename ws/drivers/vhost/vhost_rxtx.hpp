@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "ws/core/burst_gate.hpp"
+#include "ws/core/copy.hpp"
 #include "ws/core/cpu.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/port/port.hpp"
@@ -157,38 +158,6 @@ inline void stage_used(RingSlot& s, const DefaultChain& c, std::uint32_t len) no
 }
 
 inline constexpr std::uint32_t max_packet_bytes = 65535 + virtio::net_hdr_bytes;
-
-// Copies n bytes, W <= n <= 2W, as two overlapping W-byte moves (inlined loads and stores).
-template <std::size_t W>
-inline void copy_overlapping(std::byte* d, const std::byte* s, std::size_t n) noexcept {
-  std::byte a[W], b[W];
-  __builtin_memcpy(a, s, W);
-  __builtin_memcpy(b, s + n - W, W);
-  __builtin_memcpy(d, a, W);
-  __builtin_memcpy(d + n - W, b, W);
-}
-
-// memcpy for the hot path: up to 128 B inline, longer through memcpy. 64 B frames never call
-// libc (a call through the PLT cost more than the copy).
-inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
-  auto* d = static_cast<std::byte*>(dst);
-  const auto* s = static_cast<const std::byte*>(src);
-  if (n > 128) {
-    std::memcpy(d, s, n);
-  } else if (n > 64) {
-    copy_overlapping<64>(d, s, n);
-  } else if (n > 32) {
-    copy_overlapping<32>(d, s, n);
-  } else if (n > 16) {
-    copy_overlapping<16>(d, s, n);
-  } else if (n >= 8) {
-    copy_overlapping<8>(d, s, n);
-  } else if (n >= 4) {
-    copy_overlapping<4>(d, s, n);
-  } else {
-    for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
-  }
-}
 
 enum class Copied : std::uint8_t { ok, bad, nombuf, not_linear };
 
