@@ -47,13 +47,14 @@ class FlowTable {
   std::vector<const Entry*> list() const;
   /// The compiled rules, or nullptr when the port has none and is not isolated.
   const FlowClassifier* classifier() const { return classifier_.get(); }
+  /// Compiles the rules again, for the port's current RX queues (Port::configure calls it): a
+  /// rule naming a queue the port no longer has stays listed but matches nothing.
+  FlowResult<void> recompile();
   /// Packets the rules dropped (on the port's RX lcore).
   Counter& dropped() { return dropped_; }
   const Counter& dropped() const { return dropped_; }  ///< As dropped().
 
  private:
-  FlowResult<void> recompile();  // classifier_ from rules_, then the port's RX entries
-
   Port& port_;
   std::map<std::uint32_t, std::unique_ptr<Entry>> rules_;
   std::unique_ptr<FlowClassifier> classifier_;
