@@ -823,6 +823,8 @@ void Testpmd::with_lcores_paused(F change) {
   }
 }
 
+void Testpmd::run_paused(const std::function<void()>& change) { with_lcores_paused(change); }
+
 std::unique_ptr<Port> Testpmd::swap_rx_tap(std::uint16_t port, std::unique_ptr<Port> tap) {
   rx_taps_.resize(ports_.size());
   with_lcores_paused([&] {

@@ -3,6 +3,7 @@
 // start/stop/teardown sequence. main.cpp parses the command line and drives it.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -126,6 +127,9 @@ class Testpmd {
   // Puts `tap` (a proxy receiving from `port`, e.g. a capture) in front of the port for every
   // stream, pausing the lcores for the swap if they run; nullptr removes it. Returns the old one.
   std::unique_ptr<Port> swap_rx_tap(std::uint16_t port, std::unique_ptr<Port> tap);
+  // Runs `change` (a flow rule change on a port the lcores may poll) with the forwarding lcores
+  // paused if they run.
+  void run_paused(const std::function<void()>& change);
   const Port* rx_tap(std::uint16_t port) const { return port < rx_taps_.size() ? rx_taps_[port].get() : nullptr; }
   const FwdConfig& fwd_config() const { return fwd_config_; }
   const std::vector<std::unique_ptr<Stream>>& streams() const { return streams_; }

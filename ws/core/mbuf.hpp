@@ -29,6 +29,8 @@ namespace ws {
 namespace mbuf_flag {
 inline constexpr std::uint64_t rx_vlan = 1ULL << 0;           ///< The packet had a VLAN tag; vlan_tci holds it.
 inline constexpr std::uint64_t rx_rss_hash = 1ULL << 1;       ///< rss_hash holds the RSS hash.
+inline constexpr std::uint64_t rx_fdir = 1ULL << 2;           ///< A flow rule matched (DPDK's RTE_MBUF_F_RX_FDIR).
+inline constexpr std::uint64_t rx_fdir_id = 1ULL << 13;       ///< mark holds a flow rule's mark (RX_FDIR_ID).
 inline constexpr std::uint64_t rx_ip_cksum_bad = 1ULL << 4;   ///< The IPv4 header checksum is wrong.
 inline constexpr std::uint64_t rx_ip_cksum_good = 1ULL << 7;  ///< The IPv4 header checksum is right.
 inline constexpr std::uint64_t rx_l4_cksum_bad = 1ULL << 3;   ///< The TCP/UDP checksum is wrong.
@@ -65,7 +67,7 @@ struct alignas(cache_line_bytes) Mbuf {
   std::uint32_t rss_hash;             ///< RSS hash (rx_rss_hash)
   std::uint16_t vlan_tci_outer;       ///< outer VLAN tag (QinQ)
   std::uint16_t buf_len;              ///< bytes from buf_addr to the buffer's end
-  std::uint32_t reserved0;            ///< padding, unused
+  std::uint32_t mark;                 ///< a flow rule's MARK id (rx_fdir_id), DPDK's hash.fdir.hi
   std::uint64_t timestamp;            ///< free for drivers and applications (nanoseconds by convention)
 
   // ---- cache line 1: the rest ----

@@ -2,9 +2,11 @@
 // Port control-path state machine and stats bookkeeping.
 #include "ws/port/port.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <utility>
 
+#include "ws/flow/flow_table.hpp"
 #include "ws/port/software_rss.hpp"
 #include "ws/port/software_rx.hpp"
 #include "ws/port/software_tx.hpp"
@@ -25,7 +27,8 @@ void add_at(std::vector<std::uint64_t>& v, std::size_t i, std::uint64_t n) {
 }  // namespace
 
 // Here, where SoftwareRss and SoftwareTxQueue are complete types.
-Port::Port(std::string name, std::string driver) : name_(std::move(name)), driver_(std::move(driver)) {}
+Port::Port(std::string name, std::string driver)
+    : name_(std::move(name)), driver_(std::move(driver)), flows_(std::make_unique<FlowTable>(*this)) {}
 Port::~Port() = default;
 
 PortStats& PortStats::operator-=(const PortStats& b) {
@@ -94,15 +97,40 @@ Result<void> Port::set_rss(const RssConfig& rss) {
   return {};
 }
 
+// Software RSS hashes for devices without a hash of their own; flow rules are matched on the
+// same path, with no hash when only rules need it.
 Result<void> Port::start_software_rss() {
   if (sw_rss_) rss_missed_before_ += sw_rss_->missed();
   sw_rss_.reset();
-  if (config_.rss.types == 0 || info().rss_types_capa != 0) return {};  // no RSS, or the device's own
-  auto rss = SoftwareRss::create(config_.rss, rx_table_);
-  if (!rss) return std::unexpected(rss.error());
-  sw_rss_ = std::move(*rss);
+  const bool hash = config_.rss.types != 0 && info().rss_types_capa == 0;
+  const FlowClassifier* flows = flows_->classifier();
+  if (!hash && flows == nullptr) return {};  // the driver's entries stay: no cost
+  RssConfig rss = config_.rss;
+  if (!hash) rss.types = 0;
+  auto made = SoftwareRss::create(rss, rx_table_, flows);
+  if (!made) return std::unexpected(made.error());
+  sw_rss_ = std::move(*made);
   for (std::uint16_t q = 0; q < rx_table_.size(); ++q) rx_table_[q] = sw_rss_->entry(q);
   return {};
+}
+
+Result<void> Port::apply_flows() {
+  if (!started_) return {};  // start() puts the classifier in place
+  const FlowClassifier* flows = flows_->classifier();
+  if (sw_rss_) {
+    const bool hash = config_.rss.types != 0 && info().rss_types_capa == 0;
+    if (flows || hash) {
+      sw_rss_->set_flows(flows);
+      return {};
+    }
+    // No rules left and nothing to hash: the driver's entries again, as if started without.
+    std::ranges::copy(sw_rss_->driver_entries(), rx_table_.begin());
+    rss_missed_before_ += sw_rss_->missed();
+    sw_rss_.reset();  // frees what waits in its rings
+    return {};
+  }
+  if (flows == nullptr) return {};
+  return start_software_rss();
 }
 
 Result<void> Port::set_tx_offloads(std::uint64_t offloads, PktmbufPool* segment_pool) {
@@ -219,6 +247,8 @@ Result<void> Port::configure(const PortConfig& config) {
   // The driver's queues, and their counters, were just replaced: an older baseline would make
   // stats() underflow.
   baseline_ = raw_stats();
+  // Rules were checked against the old queue count.
+  if (auto ok = flows_->recompile(); !ok) return fail("port {} ({}): {}", id_, name_, ok.error().message);
   return {};
 }
 
@@ -296,6 +326,7 @@ PortStats Port::raw_stats() const {
   s.ierrors += rx_filtered_before_;
   for (const auto& q : sw_rx_) s.ierrors += q->filtered.read();
   s.imissed += rss_missed_before_ + (sw_rss_ ? sw_rss_->missed() : 0);
+  s.ierrors += flows_->dropped().read();  // packets flow rules dropped, as a NIC's filter drops
   return s;
 }
 

@@ -25,6 +25,7 @@ namespace ws {
 /// The most RX (and TX) queues a port may have.
 inline constexpr std::uint16_t port_max_queues = 64;
 
+class FlowTable;         // ws/flow/flow_table.hpp: the port's flow rules (DPDK's rte_flow)
 class SoftwareRss;       // private: ws/port/software_rss.hpp
 struct SoftwareRxQueue;  // private: ws/port/software_rx.hpp
 struct SoftwareTxQueue;  // private: ws/port/software_tx.hpp
@@ -261,6 +262,11 @@ class Port {
   bool software_rss() const { return sw_rss_ != nullptr && started_; }
   /// Returns every mbuf the driver holds (in queues, rings) to its pool. Port stopped.
   virtual void release_mbufs() {}
+  /// The port's flow rules (DPDK's rte_flow API, ws/flow/flow_table.hpp). Rules are matched in
+  /// software on the RX path; changing them on a started port is a control call like any other:
+  /// never while lcores poll the port.
+  FlowTable& flows() { return *flows_; }
+  const FlowTable& flows() const { return *flows_; }  ///< As flows().
 
   /// What the device can do.
   virtual PortInfo info() const = 0;
@@ -362,6 +368,8 @@ class Port {
   Result<void> start_software_rss();  // hashing/spreading RX entries, when the device has no hash
   void wrap_tx_queues();              // software offloads in front of the driver's TX burst functions
   PortStats raw_stats() const;        // read_stats() plus the software offloads' drops
+  friend class FlowTable;             // calls apply_flows() after every rule change
+  Result<void> apply_flows();         // a started port's RX entries after a rule change
 
   std::string name_;
   std::string driver_;
@@ -384,6 +392,7 @@ class Port {
   std::unique_ptr<SoftwareRss> sw_rss_;                                       // from the last start() with software RSS
   std::uint64_t rss_missed_before_ = 0;                                       // missed counts of replaced sw_rss_
   std::uint64_t rx_filtered_before_ = 0;                                      // filtered counts of replaced sw_rx_
+  std::unique_ptr<FlowTable> flows_;                                          // rules; their classifier
 };
 
 /// An RX/TX burst function for queues that are not ready: receives and takes nothing.

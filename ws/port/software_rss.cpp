@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <bit>
 
+#include "ws/flow/classifier.hpp"
+
 namespace ws {
 
-Result<std::unique_ptr<SoftwareRss>> SoftwareRss::create(const RssConfig& config, std::span<const BurstEntry> driver) {
+Result<std::unique_ptr<SoftwareRss>> SoftwareRss::create(const RssConfig& config, std::span<const BurstEntry> driver,
+                                                         const FlowClassifier* flows) {
   const auto queues = static_cast<std::uint16_t>(driver.size());
   const std::size_t reta_size = config.reta.empty() ? 128 : config.reta.size();
   auto reta = RssReta::create(queues, reta_size);
@@ -15,6 +18,7 @@ Result<std::unique_ptr<SoftwareRss>> SoftwareRss::create(const RssConfig& config
   for (std::size_t i = 0; i < config.reta.size(); ++i)
     if (auto ok = reta->set(i, config.reta[i]); !ok) return with_context(ok.error(), "RSS redirection table");
   std::unique_ptr<SoftwareRss> rss(new SoftwareRss(config, *reta));
+  rss->flows_ = flows;
   rss->driver_.assign(driver.begin(), driver.end());
   rss->rings_.resize(queues);
   for (std::uint16_t q = 0; q < queues; ++q) {
@@ -41,6 +45,24 @@ void SoftwareRss::drain() noexcept {
   }
 }
 
+// The rules' verdicts over the burst: drops freed and closed up, queues overriding `target`.
+std::uint16_t SoftwareRss::apply_flows(const FlowClassifier& flows, Mbuf** pkts, std::uint16_t got,
+                                       std::uint16_t* target) noexcept {
+  std::uint16_t verdict[mbuf_max_burst];
+  flows.classify(pkts, got, verdict);
+  std::uint16_t kept = 0;
+  for (std::uint16_t i = 0; i < got; ++i) {
+    if (verdict[i] == flow_drop) {
+      mbuf_free(pkts[i]);
+      continue;
+    }
+    target[kept] = verdict[i] == flow_keep ? target[i] : verdict[i];
+    pkts[kept++] = pkts[i];
+  }
+  if (kept < got) flows.add_dropped(static_cast<std::uint16_t>(got - kept));
+  return kept;
+}
+
 BurstEntry SoftwareRss::entry(std::uint16_t q) {
   BurstFn fn = driver_.size() == 1 ? &hash_only_rx : q == 0 ? &distributor_rx : &spread_rx;
   return {fn, queues_[q].get()};
@@ -50,30 +72,45 @@ std::uint16_t SoftwareRss::hash_only_rx(QueueBase* base, Mbuf** pkts, std::uint1
   auto& q = *static_cast<SoftwareRssQueue*>(base);
   SoftwareRss& rss = *q.rss;
   const BurstEntry& d = rss.driver_[0];
+  if (rss.flows_) n = std::min(n, mbuf_max_burst);  // the size of the verdict array
   const std::uint16_t got = d(pkts, n);
-  for (std::uint16_t i = 0; i < got; ++i) soft_rss(*pkts[i], rss.key_, rss.types_);
-  return got;
+  if (rss.types_)
+    for (std::uint16_t i = 0; i < got; ++i) soft_rss(*pkts[i], rss.key_, rss.types_);
+  if (rss.flows_ == nullptr || got == 0) return got;
+  // One queue: a rule's queue can only be 0; drop is what matters.
+  std::uint16_t verdict[mbuf_max_burst];
+  rss.flows_->classify(pkts, got, verdict);
+  std::uint16_t kept = 0;
+  for (std::uint16_t i = 0; i < got; ++i) {
+    if (verdict[i] == flow_drop)
+      mbuf_free(pkts[i]);
+    else
+      pkts[kept++] = pkts[i];
+  }
+  if (kept < got) rss.flows_->add_dropped(static_cast<std::uint16_t>(got - kept));
+  return kept;
 }
 
 std::uint16_t SoftwareRss::distributor_rx(QueueBase* base, Mbuf** pkts, std::uint16_t n) noexcept {
   SoftwareRss& rss = *static_cast<SoftwareRssQueue*>(base)->rss;
   n = std::min(n, mbuf_max_burst);  // the size of the arrays below
   // Every driver queue in turn, up to n packets in all: queue 0's share then fits in pkts.
+  // Without a hash, a packet stays on the queue it came from (target[i]) unless a rule moves it.
+  std::uint16_t target[mbuf_max_burst];
   std::uint16_t got = 0;
-  for (const BurstEntry& d : rss.driver_) {
-    if (got == n) break;
-    got = static_cast<std::uint16_t>(got + d(pkts + got, static_cast<std::uint16_t>(n - got)));
+  for (std::uint16_t q = 0; q < rss.driver_.size() && got < n; ++q) {
+    const BurstEntry& d = rss.driver_[q];
+    const std::uint16_t more = d(pkts + got, static_cast<std::uint16_t>(n - got));
+    for (std::uint16_t i = got; i < got + more; ++i) target[i] = q;
+    got = static_cast<std::uint16_t>(got + more);
   }
   if (got == 0) return 0;
-  std::uint16_t target[mbuf_max_burst];
+  if (rss.types_)
+    for (std::uint16_t i = 0; i < got; ++i) target[i] = rss.reta_.queue(soft_rss(*pkts[i], rss.key_, rss.types_));
+  if (rss.flows_) got = apply_flows(*rss.flows_, pkts, got, target);
   std::uint64_t others = 0;  // bit q: some packet goes to queue q (q < 64 = port_max_queues)
   std::uint16_t kept = 0;
-  for (std::uint16_t i = 0; i < got; ++i) {
-    Mbuf* m = pkts[i];
-    const std::uint16_t t = rss.reta_.queue(soft_rss(*m, rss.key_, rss.types_));
-    target[i] = t;
-    others |= t ? 1ULL << t : 0;
-  }
+  for (std::uint16_t i = 0; i < got; ++i) others |= target[i] ? 1ULL << target[i] : 0;
   if (others == 0) return got;
   // Queue 0's packets close up in place; the others go to their rings, queue by queue, in order.
   Mbuf* out[mbuf_max_burst];

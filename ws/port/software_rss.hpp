@@ -9,6 +9,11 @@
 // which RX queue q's burst function takes them. A full ring drops the packet and counts it as
 // missed. The driver's per-queue counters describe where packets came from, not where they
 // were spread to.
+//
+// Flow rules (ws/flow) ride on the same path: with a classifier, each burst is matched once
+// after the hash, and a rule's queue or rss action overrides the table's queue, drop frees the
+// packet. A port with rules but no software hash gets a SoftwareRss with no hash types, whose
+// queues keep what they received unless a rule moves it.
 #pragma once
 #include <array>
 #include <memory>
@@ -22,6 +27,7 @@
 namespace ws {
 
 class SoftwareRss;
+class FlowClassifier;
 
 // What RX queue q's entry points to.
 struct alignas(cache_line_bytes) SoftwareRssQueue : QueueBase {
@@ -31,8 +37,10 @@ struct alignas(cache_line_bytes) SoftwareRssQueue : QueueBase {
 
 class SoftwareRss {
  public:
-  // For `driver` (the driver's RX burst entries, one per queue). Errors name the bad reta entry.
-  static Result<std::unique_ptr<SoftwareRss>> create(const RssConfig& config, std::span<const BurstEntry> driver);
+  // For `driver` (the driver's RX burst entries, one per queue), hashing config.types (0: no
+  // hash) and matching `flows` (nullptr: none). Errors name the bad reta entry.
+  static Result<std::unique_ptr<SoftwareRss>> create(const RssConfig& config, std::span<const BurstEntry> driver,
+                                                     const FlowClassifier* flows);
   ~SoftwareRss();  // frees what the spreading rings still hold
 
   // The entry to publish for RX queue q in place of the driver's.
@@ -43,11 +51,18 @@ class SoftwareRss {
   std::uint64_t missed() const noexcept { return missed_.read(); }
   // Frees every packet waiting in the spreading rings (port stopped).
   void drain() noexcept;
+  // Matches `flows` from the next burst on (control path; lcores not polling the port).
+  void set_flows(const FlowClassifier* flows) noexcept { flows_ = flows; }
+  // The driver's entries it polls, to put back when the port needs it no more.
+  std::span<const BurstEntry> driver_entries() const noexcept { return driver_; }
 
   // Burst functions (public for the trampolines; `q` is a SoftwareRssQueue).
   static std::uint16_t hash_only_rx(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept;
   static std::uint16_t distributor_rx(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept;
   static std::uint16_t spread_rx(QueueBase* q, Mbuf** pkts, std::uint16_t n) noexcept;
+  // The rules over a burst: drops freed and removed, queues overriding target[i]; the count kept.
+  static std::uint16_t apply_flows(const FlowClassifier& flows, Mbuf** pkts, std::uint16_t got,
+                                   std::uint16_t* target) noexcept;
 
  private:
   SoftwareRss(const RssConfig& config, RssReta reta)
@@ -56,6 +71,7 @@ class SoftwareRss {
   Toeplitz key_;
   RssReta reta_;
   std::uint32_t types_;
+  const FlowClassifier* flows_ = nullptr;
   std::vector<BurstEntry> driver_;
   std::vector<std::unique_ptr<Ring<Mbuf*>>> rings_;  // [q], q >= 1: queue 0's packets for queue q
   std::vector<std::unique_ptr<SoftwareRssQueue>> queues_;

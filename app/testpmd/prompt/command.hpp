@@ -36,6 +36,7 @@ std::span<const Command> capture_commands();  // capture start|stop
 std::span<const Command> csum_commands();     // csum set|show, tso set|show
 std::span<const Command> rss_commands();      // port config all rss, show port <p> rss-hash
 std::span<const Command> config_commands();   // vlan, rx_vlan, port config mtu|<p>, mac_addr, set allmulti...
+std::span<const Command> flow_commands();     // flow validate|create|destroy|flush|list|query|isolate
 // Every command, in help order.
 const std::vector<Command>& all_commands();
 

@@ -12,7 +12,7 @@ const std::vector<Command>& all_commands() {
   static const std::vector<Command> table = [] {
     std::vector<Command> t;
     for (auto group : {run_commands(), show_commands(), set_commands(), port_commands(), capture_commands(),
-                       csum_commands(), rss_commands(), config_commands()})
+                       csum_commands(), rss_commands(), config_commands(), flow_commands()})
       t.insert(t.end(), group.begin(), group.end());
     return t;
   }();

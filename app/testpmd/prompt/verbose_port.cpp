@@ -31,6 +31,8 @@ void describe(const Mbuf& m, std::string& out) {
   const std::uint16_t type = from_be16(eth.ether_type_be);
   out += fmt::format("  src={} - dst={} - type=0x{:04x} - length={} - nb_segs={}", eth.src.to_string(),
                      eth.dst.to_string(), type, m.pkt_len, m.nb_segs);
+  // A flow rule's MARK, in dpdk-testpmd's words.
+  if (m.ol_flags & mbuf_flag::rx_fdir_id) out += fmt::format(" - FDIR matched ID=0x{:x}", m.mark);
   std::size_t off = sizeof(EtherHdr);
   if (type == ether_type_ipv4 && m.data_len >= off + sizeof(Ipv4Hdr)) {
     Ipv4Hdr ip;
