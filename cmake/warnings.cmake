@@ -81,6 +81,6 @@ function(ws_fuzzer name)
   # libFuzzer writes new inputs into the first directory: a scratch one, never the seeds.
   set(scratch ${CMAKE_CURRENT_BINARY_DIR}/${name}_corpus)
   file(MAKE_DIRECTORY ${scratch})
-  add_test(NAME ${name}_smoke COMMAND ${name} -runs=20000 -max_total_time=20
+  add_test(NAME ${name}_smoke COMMAND ${name} -runs=20000 -max_total_time=8
            ${scratch} ${PROJECT_SOURCE_DIR}/fuzz/corpus/${F_CORPUS})
 endfunction()
