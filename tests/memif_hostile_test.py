@@ -163,7 +163,8 @@ class Hostile(unittest.TestCase):
     def refused(self, p, reason):
         got = p.disconnect_reason()
         self.assertIsNotNone(got, "the server closed without a DISCONNECT")
-        self.assertIn(reason, got)
+        reasons = reason if isinstance(reason, tuple) else (reason,)
+        self.assertTrue(any(r in got for r in reasons), f"{got!r} gives none of {reasons}")
         self.assertIsNone(self.proc.poll(), "the server died")
 
     def test_every_bad_peer_is_refused_and_a_good_one_then_forwards(self):
@@ -181,7 +182,10 @@ class Hostile(unittest.TestCase):
             ("descriptor past the region", lambda p: self.bad_ring(p, lambda: p.desc(0, 0, offset=REGION - 10)),
              "a ring was broken"),
             ("head that jumps", lambda p: self.bad_ring(p, lambda: None, head=SLOTS + 5), "a ring was broken"),
-            ("memory truncated", self.truncated, "shared memory shrank"),
+            # Caught when the lcore next reads the ring, or, when the truncation comes first, by the
+            # server's check of the ring at CONNECT: the fault there leaves MappingGuard's zero
+            # pages in place of the region, so the cookie reads 0.
+            ("memory truncated", self.truncated, ("shared memory shrank", "has cookie 0x0")),
             ("silent after HELLO", self.silent, "not finished in time"),
         ]
         for name, act, reason in cases:
