@@ -139,9 +139,9 @@ void add_checksum_cases(std::vector<Case>& cases, std::uint32_t size, unsigned s
                            return rte_raw_cksum((*frames)[(i & (set - 1))].data(), size);
                          });
                        },
-                       [frames, size, set, fn = fn] {
+                       [frames, size, set, sum = fn] {
                          return time_loop(packets * passes,
-                                          [&](unsigned i) { return fn((*frames)[(i & (set - 1))].data(), size, 0); });
+                                          [&](unsigned i) { return sum((*frames)[(i & (set - 1))].data(), size, 0); });
                        }});
   }
 }
