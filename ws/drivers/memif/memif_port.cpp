@@ -125,19 +125,21 @@ class MemifPort final : public Port {
     return {};
   }
   Result<void> setup_rx_queue(std::uint16_t q, const RxQueueConfig& c) override {
-    if (q >= rxq_.size()) return fail("RX queue {} does not exist ({} configured)", q, rxq_.size());
+    if (q >= rxq_.size())
+      return fail("device '{}': RX queue {} does not exist ({} configured)", name(), q, rxq_.size());
     if (c.pool == nullptr) return fail("device '{}': RX queue {} needs a mempool", name(), q);
     rxq_[q]->pool = c.pool;
     rxq_[q]->port = id();
     return {};
   }
   Result<void> setup_tx_queue(std::uint16_t q, const TxQueueConfig&) override {
-    if (q >= txq_.size()) return fail("TX queue {} does not exist ({} configured)", q, txq_.size());
+    if (q >= txq_.size())
+      return fail("device '{}': TX queue {} does not exist ({} configured)", name(), q, txq_.size());
     return {};
   }
   Result<void> do_start() override {
     for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
-      if (rxq_[q]->pool == nullptr) return fail("RX queue {} was not set up", q);
+      if (rxq_[q]->pool == nullptr) return fail("device '{}': RX queue {} was not set up", name(), q);
       publish_rx(q, rxq_[q].get());
     }
     for (std::uint16_t q = 0; q < txq_.size(); ++q) publish_tx(q, txq_[q].get());
