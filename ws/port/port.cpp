@@ -199,6 +199,45 @@ Result<void> Port::set_vlan_filter(std::uint16_t vid, bool on) {
   return {};
 }
 
+Result<void> Port::check_rx_queue(std::uint16_t queue) const {
+  if (queue >= config_.rx_queues)
+    return fail("port {} ({}): RX queue {} out of range: {} configured", id_, name_, queue, config_.rx_queues);
+  return {};
+}
+
+Result<int> Port::rx_intr_fd(std::uint16_t queue) {
+  if (auto ok = check_rx_queue(queue); !ok) return std::unexpected(ok.error());
+  return do_rx_intr_fd(queue);
+}
+
+Result<void> Port::rx_intr_enable(std::uint16_t queue) {
+  if (auto ok = check_rx_queue(queue); !ok) return ok;
+  return do_rx_intr_enable(queue);
+}
+
+Result<void> Port::rx_intr_disable(std::uint16_t queue) {
+  if (auto ok = check_rx_queue(queue); !ok) return ok;
+  return do_rx_intr_disable(queue);
+}
+
+Result<int> Port::link_event_fd() { return do_link_event_fd(); }
+
+Result<int> Port::do_rx_intr_fd(std::uint16_t) {
+  return fail("port {} ({}): RX interrupts are not supported: the device has no fd to wait on", id_, name_);
+}
+
+Result<void> Port::do_rx_intr_enable(std::uint16_t queue) {
+  if (auto fd = do_rx_intr_fd(queue); !fd) return std::unexpected(fd.error());
+  return fail("port {} ({}): RX queue {} has an fd but no way to arm it", id_, name_, queue);
+}
+
+Result<void> Port::do_rx_intr_disable(std::uint16_t queue) { return do_rx_intr_enable(queue); }
+
+Result<int> Port::do_link_event_fd() {
+  return fail("port {} ({}): link state change events are not supported: its link changes only with start and stop",
+              id_, name_);
+}
+
 std::vector<std::uint16_t> Port::vlan_filter_ids() const {
   std::vector<std::uint16_t> ids;
   for (std::uint16_t v = 0; v < VlanFilter::size(); ++v)

@@ -268,6 +268,21 @@ class Port {
   FlowTable& flows() { return *flows_; }
   const FlowTable& flows() const { return *flows_; }  ///< As flows().
 
+  // ---- interrupts (DPDK's rte_eth_dev_rx_intr_* and link-state events) ----
+  /// The fd that becomes readable when RX queue `queue` (< configured rx_queues) may hold
+  /// packets, while its interrupt is enabled. The caller waits on it (epoll) and drains it
+  /// before enabling again. Ports with no fd to wait on (net_null, net_ring, net_pcap) refuse,
+  /// naming the port and the reason.
+  Result<int> rx_intr_fd(std::uint16_t queue);
+  /// Arms RX queue `queue`'s interrupt: its fd fires on the next packet. Called by the lcore
+  /// that polls the queue, between bursts, as DPDK's rte_eth_dev_rx_intr_enable.
+  Result<void> rx_intr_enable(std::uint16_t queue);
+  /// Disarms RX queue `queue`'s interrupt (the lcore polls again).
+  Result<void> rx_intr_disable(std::uint16_t queue);
+  /// An fd that becomes readable when the link state may have changed (link() tells the new
+  /// state). Ports whose link never changes on its own refuse.
+  Result<int> link_event_fd();
+
   /// What the device can do.
   virtual PortInfo info() const = 0;
   PortStats stats() const;  ///< driver counters minus the last reset_stats() snapshot. Any thread.
@@ -317,6 +332,12 @@ class Port {
   virtual void do_stop() {}
   /// Raw driver counters since creation.
   virtual PortStats read_stats() const = 0;
+  /// Interrupt hooks behind rx_intr_fd/rx_intr_enable/rx_intr_disable/link_event_fd, called
+  /// with `queue` already checked. The defaults refuse: the port has no fd to wait on.
+  virtual Result<int> do_rx_intr_fd(std::uint16_t queue);
+  virtual Result<void> do_rx_intr_enable(std::uint16_t queue);   ///< As do_rx_intr_fd.
+  virtual Result<void> do_rx_intr_disable(std::uint16_t queue);  ///< As do_rx_intr_fd.
+  virtual Result<int> do_link_event_fd();                        ///< As do_rx_intr_fd.
 
   /// Called by do_start() for every queue.
   template <RxQueue Q>
@@ -370,6 +391,7 @@ class Port {
   PortStats raw_stats() const;        // read_stats() plus the software offloads' drops
   friend class FlowTable;             // calls apply_flows() after every rule change
   Result<void> apply_flows();         // a started port's RX entries after a rule change
+  Result<void> check_rx_queue(std::uint16_t queue) const;  // < configured rx_queues
 
   std::string name_;
   std::string driver_;

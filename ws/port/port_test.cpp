@@ -124,6 +124,17 @@ TEST(Port, ConfigureChecksQueueLimits) {
   EXPECT_EQ(p.rxq_.size(), 4u);
 }
 
+TEST(Port, InterruptsAreRefusedByAPortWithNoFdAndQueuesAreChecked) {
+  auto p = started_port(2, 1);
+  auto fd = p->rx_intr_fd(0);
+  ASSERT_FALSE(fd.has_value());
+  EXPECT_EQ(fd.error().message, "port 0 (fake0): RX interrupts are not supported: the device has no fd to wait on");
+  EXPECT_EQ(p->rx_intr_enable(1).error().message, fd.error().message);
+  EXPECT_EQ(p->rx_intr_disable(1).error().message, fd.error().message);
+  EXPECT_EQ(p->rx_intr_enable(2).error().message, "port 0 (fake0): RX queue 2 out of range: 2 configured");
+  EXPECT_NE(p->link_event_fd().error().message.find("link state change events are not supported"), std::string::npos);
+}
+
 TEST(Port, ConfigureRefusedWhileStarted) {
   auto p = started_port();
   auto r = p->configure({2, 2});
