@@ -26,7 +26,7 @@ QEMU, the guest kernel (scripts/fetch-guest-kernel), busybox-static, dpdk-testpm
 where they fail.
 
 usage: pci_guest_test.py --binary GUEST_TESTPMD [--source REPO] [--work DIR] [--with-dpdk]
-                         [--all-vfio] [unittest options]
+                         [--all-vfio] [--rates] [unittest options]
 """
 import argparse
 import glob
@@ -61,6 +61,10 @@ UIO, VFIO = "uio_pci_generic", "vfio-pci"
 # scenario over both (each run costs 6-10 s of guest time; the suite keeps under 20 minutes).
 ALL_VFIO = "--all-vfio" in sys.argv
 VFIO_SCENARIOS = ("e1000e_io", "e1000e_virtio_io", "virtio_split_packed_io", "virtio_two_queues")
+# The scenarios that measure a rate and test nothing the others do not (io_exact forwards through
+# the same NICs byte for byte): bench/pci_guest runs them, with --rates; the suite does not.
+WITH_RATES = "--rates" in sys.argv
+RATE_SCENARIOS = ("e1000e_hub_io", "virtio_hub_io")
 HUGEPAGES = 96            # 2 MiB pages reserved in the guest: one testpmd at a time
 POOL = ["--total-num-mbufs=8192"]
 # Statistics blocks (seconds of forwarding) to wait before a run's traffic starts. DPDK's em port
@@ -635,6 +639,8 @@ class PciGuestBadInput(unittest.TestCase):
 def _add_scenarios():
     for name in [n for n in dir(PciGuest) if n.startswith("scenario_")]:
         scenario = name[len("scenario_"):]
+        if scenario in RATE_SCENARIOS and not WITH_RATES:
+            continue
         drivers = (UIO, VFIO) if ALL_VFIO or scenario in VFIO_SCENARIOS else (UIO,)
         for kind in KINDS:
             for driver in drivers:
@@ -681,6 +687,7 @@ def main():
     parser.add_argument("--with-dpdk", action="store_true", help="each scenario with DPDK's PMDs too (see above)")
     parser.add_argument("--all-vfio", action="store_true", help="every scenario over vfio-pci too, not only "
                         "VFIO_SCENARIOS")
+    parser.add_argument("--rates", action="store_true", help="RATE_SCENARIOS too")
     args, rest = parser.parse_known_args()
     WORK = os.path.abspath(args.work) if args.work else os.path.join(tempfile.gettempdir(), "wirespeed-guest")
     os.makedirs(WORK, exist_ok=True)

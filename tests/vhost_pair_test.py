@@ -41,8 +41,9 @@ CRASH_MARKERS = ["Sanitizer", "runtime error:", "Traceback", "Segmentation fault
                  "terminate called", "Aborted"]
 HUGEPAGES = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
 # Seconds of traffic per pairing and per backend or frontend generation: the checks are counts
-# that agree and thousands of packets, which a second gives even under the sanitizers.
-WINDOW = 1
+# that agree and thousands of packets, which half a second gives even under the sanitizers
+# (hundreds of thousands there).
+WINDOW = 0.5
 # dpdk-testpmd's stdout is a pipe here, which stdio would buffer whole: line by line, the test sees
 # when it starts forwarding (dpdk_forwards).
 LINE_BUFFERED = ["stdbuf", "-oL"]
