@@ -89,23 +89,7 @@ int run(Testpmd& tp) {
 }
 
 // The command line split at "--": EAL options before, testpmd's own after.
-struct Args {
-  std::vector<std::string> eal, app;
-};
-
-Args split_args(int argc, char** argv) {
-  Args args;
-  bool after = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (!after && a == "--") {
-      after = true;
-      continue;
-    }
-    (after ? args.app : args.eal).push_back(std::move(a));
-  }
-  return args;
-}
+using Args = SplitArgs;
 
 bool asks_help(const Args& args) {
   const auto has = [](const std::vector<std::string>& v, bool short_too) {

@@ -138,10 +138,7 @@ std::uint16_t csum_forward(Stream& s) noexcept {
     }
     process_checksums(cfg.csum[s.tx_port_id], m);
   }
-  const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
-  record_tx_burst(s, sent);
-  s.tx_packets.add(sent);
-  drop_unsent(s, pkts, n, sent);
+  send_burst(s, s.tx_port, pkts, n);
   return n;
 }
 

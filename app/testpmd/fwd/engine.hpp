@@ -199,6 +199,16 @@ inline void drop_unsent(Stream& s, Mbuf** pkts, std::uint16_t n, std::uint16_t s
   }
 }
 
+// Sends pkts[0..n) on `port`'s TX queue of the stream and counts what went; frees and counts as
+// dropped what TX did not take. Returns how many were sent.
+[[gnu::always_inline]] inline std::uint16_t send_burst(Stream& s, Port* port, Mbuf** pkts, std::uint16_t n) noexcept {
+  const std::uint16_t sent = port->tx_burst(s.tx_queue, pkts, n);
+  record_tx_burst(s, sent);
+  s.tx_packets.add(sent);
+  drop_unsent(s, pkts, n, sent);
+  return sent;
+}
+
 // The shape of every receive-edit-send engine: receive a burst, let `edit(pkts, n)` change the
 // packets in place, send them to the peer; what TX refuses is dropped. `edit` is inlined.
 template <class Edit>
@@ -209,10 +219,7 @@ template <class Edit>
   if (n == 0) return 0;
   s.rx_packets.add(n);
   edit(pkts, n);
-  const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
-  record_tx_burst(s, sent);
-  s.tx_packets.add(sent);
-  drop_unsent(s, pkts, n, sent);
+  send_burst(s, s.tx_port, pkts, n);
   return n;
 }
 

@@ -50,10 +50,7 @@ std::uint16_t fivetswap_forward(Stream& s) noexcept {
     swap_five_tuple(pkts[i]);
     pkts[i]->ol_flags &= mbuf_flag::indirect;
   }
-  const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
-  record_tx_burst(s, sent);
-  s.tx_packets.add(sent);
-  drop_unsent(s, pkts, n, sent);
+  send_burst(s, s.tx_port, pkts, n);
   return n;
 }
 

@@ -103,10 +103,7 @@ std::uint16_t icmpecho_forward(Stream& s) noexcept {
   }
   if (out == 0) return n;
   // Replies leave through the port the requests came in on (dpdk-testpmd does the same).
-  const std::uint16_t sent = s.rx_port->tx_burst(s.tx_queue, replies, out);
-  record_tx_burst(s, sent);
-  s.tx_packets.add(sent);
-  drop_unsent(s, replies, out, sent);
+  send_burst(s, s.rx_port, replies, out);
   return n;
 }
 

@@ -65,10 +65,7 @@ std::uint16_t txonly_forward(Stream& s) noexcept {
   if (n == 0) return 0;
   if (s.config->txonly_multi_flow) vary_flows(s, pkts, n);
   s.generated.add(n);
-  const std::uint16_t sent = s.tx_port->tx_burst(s.tx_queue, pkts, n);
-  record_tx_burst(s, sent);
-  s.tx_packets.add(sent);
-  drop_unsent(s, pkts, n, sent);
+  send_burst(s, s.tx_port, pkts, n);
   return n;
 }
 
