@@ -31,14 +31,6 @@ RING = 1024  # rsize=10, DPDK's default
 WINDOW = 1
 
 
-def dpdk_totals(text):
-    """RX/TX packets from dpdk-testpmd's accumulated forward statistics."""
-    block = text.split("Accumulated forward statistics for all ports")[-1]
-    rx = re.search(r"RX-packets:\s+(\d+)", block)
-    tx = re.search(r"TX-packets:\s+(\d+)", block)
-    return (int(rx.group(1)) if rx else None, int(tx.group(1)) if tx else None)
-
-
 def dpdk_adds_up(text):
     """dpdk-testpmd's accumulated line: RX-packets = TX-packets + TX-dropped (io forwarding)."""
     block = text.split("Accumulated forward statistics for all ports")[-1]
