@@ -3,7 +3,10 @@
 """net_af_xdp on veth pairs in the test's own network namespaces: txonly -> rxonly with counts
 checked against the kernel's interface counters, and the XDP fast-drop program (drop_all,
 drop_udp_dport:N) whose counter (xstats xdp_prog_dropped, read through the prompt) must agree with
-the sender's count and the kernel's own per-queue XDP drop counter (ethtool -S).
+the sender's count and the kernel's own per-queue XDP drop counter (ethtool -S); a flow drop rule
+compiled into the XDP program and the same rule in software (flow_offload=0) drop the same share
+of a multi-flow sender, with the rule's count query, the program's counter and the kernel's
+agreeing; a higher-priority rule the kernel cannot do keeps the lower drop rule in software.
 
 usage: af_xdp_port_test.py --binary PATH [unittest options]
 """
@@ -186,6 +189,84 @@ class AfXdpCase(unittest.TestCase):
             self.assertEqual(xs["xdp_prog_dropped"], 0, where)
             self.assertEqual(xs["xdp_prog_redirected"] + k_lost, sent, where)
             self.assertGreater(xs["rx_good_packets"], 0, where)
+
+    # Every other flow of --txonly-multi-flow (the third byte of the IPv4 source is even).
+    EVEN_FLOWS = "eth / ipv4 src spec 198.18.0.0 src mask 255.255.1.0 / udp / end"
+
+    def run_flows(self, keys, rules):
+        """rxonly on end B with `rules` created before the sender starts; returns the sender's
+        count, the prompt's output, the kernel's XDP drops on end B and the frames veth lost."""
+        before = ethtool_xdp(self.b, "wsxb")
+        before_a = netns.link_stats(self.a, "wsxa")
+        rx = self.popen(testpmd("net_af_xdp0,iface=wsxb" + keys, ["-i", "--forward-mode=rxonly"], RECEIVER_LCORES,
+                                self.b), stdin=subprocess.PIPE)
+        rx.stdin.write("".join("flow create 0 ingress " + r + "\n" for r in rules) + "flow list 0\nstart\n")
+        rx.stdin.flush()
+        self.wait_xdp(rx)
+        summary = os.path.join(self.tmp.name, "tx.json")
+        p = self.popen(testpmd("net_af_packet0,iface=wsxa", ["--summary-json", summary, "--forward-mode=txonly",
+                                                             "--txonly-multi-flow", "--duration", "0.3"],
+                               SENDER_LCORES, self.a))
+        self.check(p, *p.communicate(timeout=30))
+        with open(summary) as f:
+            sent = json.load(f)["ports"][0]["tx_packets"]
+        time.sleep(0.3)
+        queries = "".join("flow query 0 {} count\n".format(i) for i in range(len(rules)))
+        out, err = rx.communicate("stop\n" + queries + "show port xstats 0\nquit\n", timeout=30)
+        where = self.check(rx, out, err)
+        k_drops = ethtool_xdp(self.b, "wsxb").get("rx_queue_0_xdp_drops", 0) - before.get("rx_queue_0_xdp_drops", 0)
+        k_lost = netns.link_stats(self.a, "wsxa")["tx"]["dropped"] - before_a["tx"]["dropped"]
+        return sent, out, err, k_drops, k_lost, where
+
+    def check_even_flows_dropped(self, keys, place):
+        sent, out, err, k_drops, k_lost, where = self.run_flows(
+            keys, ["pattern " + self.EVEN_FLOWS + " actions drop / count / end"])
+        xs = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\w+): (\d+)$", out, re.M))
+        hits = int(re.search(r"hits: (\d+)", out).group(1))
+        received = xs["rx_good_packets"]  # what the sockets delivered (software's rule drops included)
+        missed = xs["rx_missed_errors"]  # the socket's RX or fill ring was full: never classified
+        kernel = place == "kernel XDP"
+        where = "sent {} hits {} received {} missed {} prog dropped {} kernel xdp_drops {} veth lost {}\n{}".format(
+            sent, hits, received, missed, xs.get("xdp_prog_dropped"), k_drops, k_lost, where)
+        self.assertGreater(sent, 1000, where)
+        self.assertEqual((hits if kernel else 0) + received + missed + k_lost, sent,
+                         "every frame dropped by the program, delivered or counted missed\n" + where)
+        # Consecutive frames alternate flows: the rule takes every other one of what it sees.
+        seen = sent - k_lost if kernel else received
+        self.assertLessEqual(abs(2 * hits - seen), 2 + (k_lost if kernel else 0),
+                             "the rule takes every other flow\n" + where)
+        if kernel:
+            self.assertIn("Placement: #0 kernel XDP", out, where)
+            self.assertEqual(xs["xdp_prog_dropped"], hits, "the rule's count is the program's drops\n" + where)
+            self.assertEqual(k_drops, hits, "the kernel's XDP drop counter agrees\n" + where)
+        else:
+            self.assertNotIn("Placement:", out, "every rule runs in software\n" + where)
+            self.assertEqual(xs["xdp_prog_dropped"], 0, where)
+            self.assertEqual(k_drops, 0, where)
+        return hits
+
+    def test_flow_drop_offloaded_or_in_software_same_packets(self):
+        self.check_even_flows_dropped("", "kernel XDP")
+        self.check_even_flows_dropped(",flow_offload=0", "software")
+
+    def test_flow_priority_keeps_kernel_from_acting_first(self):
+        # Priority 0 sends every flow to queue 0, which the XDP program cannot do (an AF_XDP socket
+        # takes only its own queue's packets): it stays in software, and so must the drop rule
+        # below it, else the kernel would drop what the queue rule takes.
+        sent, out, err, k_drops, k_lost, where = self.run_flows("", [
+            "priority 0 pattern eth / ipv4 / udp / end actions queue index 0 / count / end",
+            "priority 1 pattern " + self.EVEN_FLOWS + " actions drop / count / end"])
+        xs = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\w+): (\d+)$", out, re.M))
+        hits = [int(h) for h in re.findall(r"hits: (\d+)", out)]
+        received = int(re.findall(r"RX-packets: (\d+)", out)[-1])
+        where = "sent {} hits {} received {} xstats {} veth lost {}\n{}".format(sent, hits, received, xs, k_lost,
+                                                                                where)
+        self.assertGreater(sent, 1000, where)
+        self.assertNotIn("Placement:", out, "both rules run in software\n" + where)
+        self.assertEqual(xs["xdp_prog_dropped"], 0, where)
+        self.assertEqual(xs["xdp_prog_redirected"] + k_lost, sent, where)
+        self.assertEqual(hits, [received, 0], "the queue rule took every frame that reached software\n" + where)
+        self.assertEqual(received + xs["rx_missed_errors"] + k_lost, sent, where)
 
     def test_xdp_drop_all(self):
         self.run_drop("drop_all", True)

@@ -5,12 +5,17 @@ pings the address icmpecho answers for (--icmpecho-ip) through a TAP port, with 
 with IFF_MULTI_QUEUE queues; an address the port does not own stays unanswered; `remote=` makes
 the TAP stand in for a veth end (a ping from the veth's peer namespace is answered through it,
 and the rules are gone after exit); `persist` (bare, as DPDK writes it) leaves the interface behind; bad device strings
-and options are refused with a clear error.
+and options are refused with a clear error. Flow rules: a drop and a queue rule on UDP ports the
+kernel sends to become TC flower filters on the TAP (their counters read with `tc -s filter show`)
+where the kernel has flower, gact and skbedit; a kernel without them refuses, and the rules run in
+software after a log line naming the port. Either way the same packets are dropped and queued
+(testpmd's per-stream counts).
 
 usage: tap_port_test.py --binary PATH [unittest options]
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -139,6 +144,63 @@ class TapRemoteAndPersist(TapCase):
                             "without persist the TAP interface goes with the port")
 
 
+class TapFlows(TapCase):
+    SEND = ("import socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+            "for port in (7001,7002,7003):\n"
+            "    for i in range(40): s.sendto(b'x'*32,('10.99.7.2',port))\n")
+
+    def test_drop_and_queue_rules(self):
+        ns = self.net.ns("f")
+        args = ["ip", "netns", "exec", ns, BINARY, "-l", "0-1", "--no-huge", "--vdev",
+                "net_tap0,iface=wstapf,mac=02:00:00:99:07:02", "--", "-i", "--forward-mode=rxonly", "--rxq=2",
+                "--txq=2", "--disable-rss"] + testpmd_harness.SMALL_POOL
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.PIPE)
+        deadline = time.time() + 5
+        while netns.sh("ip", "link", "show", "wstapf", ns=ns, check=False).returncode != 0:
+            self.assertLess(time.time(), deadline, "the TAP interface did not appear")
+            time.sleep(0.05)
+        netns.sh("sysctl", "-qw", "net.ipv6.conf.wstapf.disable_ipv6=1", ns=ns, check=False)
+        netns.sh("ip", "addr", "add", "10.99.7.1/24", "dev", "wstapf", ns=ns)
+        netns.sh("ip", "neigh", "add", "10.99.7.2", "lladdr", "02:00:00:99:07:02", "dev", "wstapf", ns=ns)
+        self.proc.stdin.write(
+            "flow create 0 ingress pattern eth / ipv4 / udp dst is 7001 / end actions drop / end\n"
+            "flow create 0 ingress pattern eth / ipv4 / udp dst is 7002 / end actions queue index 1 / end\n"
+            "flow list 0\nstart\n")
+        self.proc.stdin.flush()
+        # The port is started (link up) before the prompt reads the rules; flower filters appear
+        # within a second where the kernel takes them (the log line below tells why not).
+        while ",UP" not in netns.sh("ip", "link", "show", "wstapf", ns=ns).stdout:
+            self.assertLess(time.time(), deadline, "the port did not start")
+            time.sleep(0.05)
+        ready = time.time() + 1
+        while "flower" not in netns.sh("tc", "filter", "show", "dev", "wstapf", "egress", ns=ns, check=False).stdout:
+            if time.time() > ready:
+                break
+            time.sleep(0.1)
+        netns.sh("python3", "-c", self.SEND, ns=ns)
+        time.sleep(0.5)
+        filters = netns.sh("tc", "-s", "filter", "show", "dev", "wstapf", "egress", ns=ns, check=False).stdout
+        out, err = self.proc.communicate("stop\nquit\n", timeout=30)
+        where = "filters:\n{}\nstdout:\n{}\nstderr:\n{}".format(filters, out[-3000:], err[-3000:])
+        testpmd_harness.assert_no_crash(self, out + err, where)
+        per_queue = dict((int(q), int(n)) for q, n in re.findall(r"Queue=\s*(\d+) -> .*\n\s*RX-packets: (\d+)", out))
+        # 7001 dropped; 7002 on queue 1; 7003 where the TAP put it (one flow: one queue).
+        self.assertEqual(sum(per_queue.values()), 80, where)
+        self.assertIn(per_queue.get(1, 0), (40, 80), where)
+        if "Placement: #0 kernel TC, #1 kernel TC" in out:
+            self.assertRegex(filters, r"gact action drop[\s\S]*Sent \d+ bytes 40 pkt", where)
+            self.assertRegex(filters, r"queue_mapping 1[\s\S]*Sent \d+ bytes 40 pkt", where)
+        else:
+            probe = netns.sh("tc", "filter", "add", "dev", "wstapf", "egress", "protocol", "ip", "flower",
+                             "action", "drop", ns=ns, check=False)
+            self.assertNotEqual(probe.returncode, 0, "the kernel has flower, yet the rules stayed in software\n"
+                                + where)
+            self.assertIn("port 0 (net_tap0): flow rule #0 stays in software: device 'net_tap0': the kernel "
+                          "refused the flower filter", err, where)
+            self.assertNotIn("Placement:", out, where)
+
+
 class BadDevices(unittest.TestCase):
     def refused(self, vdev, app, *words):
         p = subprocess.run([BINARY, "-l", "0-1", "--no-huge", "--vdev", vdev, "--"] + app + ["--duration", "0.2"]
@@ -154,6 +216,7 @@ class BadDevices(unittest.TestCase):
         self.refused("net_tap0,iface=aaaaaaaaaaaaaaaaaaaaaaa", [], "net_tap0", "iface", "longer")
         self.refused("net_tap0,remote=wsi4none", [], "net_tap0", "remote", "wsi4none", "no such interface")
         self.refused("net_tap0,persist=sometimes", [], "net_tap0", "persist", "sometimes")
+        self.refused("net_tap0,flow_offload=2", [], "net_tap0", "flow_offload", "2")
         self.refused("net_null0", ["--forward-mode=icmpecho", "--icmpecho-ip=10.99.5.300"], "--icmpecho-ip")
         self.refused("net_null0", ["--forward-mode=icmpecho", "--icmpecho-ip=99,10.99.5.1"], "--icmpecho-ip")
 

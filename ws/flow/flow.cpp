@@ -219,4 +219,46 @@ std::string_view flow_error_type_name(FlowErrorType type) {
   return i < std::size(names) ? names[i] : "unknown type";
 }
 
+std::string_view flow_place_name(FlowPlace place) {
+  switch (place) {
+    case FlowPlace::kernel_xdp:
+      return "kernel XDP";
+    case FlowPlace::kernel_tc:
+      return "kernel TC";
+    case FlowPlace::software:
+      break;
+  }
+  return "software";
+}
+
+std::optional<FlowExactMatch> flow_exact_match(const FlowRule& rule) {
+  FlowExactMatch m;
+  for (const FlowItem& item : rule.pattern) {
+    if (item.has_last) return std::nullopt;
+    m.layers |= flow_key::layer_of(item.type);
+    if (!item.has_spec) continue;
+    const FlowBytes mask = item.effective_mask();
+    // Only the item's own fields: IPv4 and IPv6 share bytes, and the layer bits tell them apart.
+    for (const Field& f : flow_key::fields()) {
+      if (f.item != item.type) continue;
+      for (std::size_t i = f.offset; i < f.offset + f.width; ++i) {
+        m.mask[i] |= mask[i];
+        m.value[i] |= static_cast<std::uint8_t>(item.spec[i] & mask[i]);
+      }
+    }
+  }
+  return m;
+}
+
+bool flow_matches_disjoint(const FlowExactMatch& a, const FlowExactMatch& b) {
+  using namespace flow_key;
+  const std::uint32_t both = a.layers | b.layers;
+  if ((both & layer_ipv4) && (both & layer_ipv6)) return true;
+  const int l4 = ((both & layer_udp) != 0) + ((both & layer_tcp) != 0) + ((both & layer_icmp) != 0);
+  if (l4 > 1) return true;
+  for (std::size_t i = 0; i < flow_key_bytes; ++i)
+    if ((a.value[i] ^ b.value[i]) & a.mask[i] & b.mask[i]) return true;
+  return false;
+}
+
 }  // namespace ws

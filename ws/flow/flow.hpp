@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <expected>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -118,5 +119,41 @@ struct FlowCounts {
   std::uint64_t hits = 0;   ///< Packets that matched.
   std::uint64_t bytes = 0;  ///< Their bytes.
 };
+
+/// Where a rule runs: in the port's software classifier, or taken by the kernel under the
+/// driver (net_af_xdp's XDP program, net_tap's TC filters) so that software never sees what it
+/// matches.
+enum class FlowPlace : std::uint8_t { software, kernel_xdp, kernel_tc };
+/// "software", "kernel XDP", "kernel TC" (what `flow list` prints).
+std::string_view flow_place_name(FlowPlace place);
+
+/// A rule a driver took (Port::do_flow_offload): where, and the driver's own handle.
+struct FlowOffload {
+  FlowPlace place = FlowPlace::software;  ///< Where it runs now.
+  std::uint64_t handle = 0;               ///< The driver's: slot, filter handle...
+};
+
+/// Why a driver did not take a rule. `kernel_refused`: it tried and the kernel said no (the
+/// FlowTable logs the message and keeps the rule in software); otherwise the driver cannot
+/// express the rule (quietly software).
+struct FlowOffloadRefusal {
+  bool kernel_refused = false;  ///< The kernel refused it (logged).
+  std::string message;          ///< Why.
+};
+/// A driver's answer to an offload request.
+using FlowOffloadResult = std::expected<FlowOffload, FlowOffloadRefusal>;
+
+/// A rule's whole pattern as one masked compare over a FlowKey: a packet matches when it has
+/// every layer in `layers` and (key & mask) == value. What the kernel programs compile.
+struct FlowExactMatch {
+  FlowBytes mask{};          ///< Bits that matter.
+  FlowBytes value{};         ///< Their values (spec & mask).
+  std::uint32_t layers = 0;  ///< flow_key::layer_* bits the packet must have.
+};
+/// The rule's pattern as a FlowExactMatch; nullopt when an item has a range (last).
+std::optional<FlowExactMatch> flow_exact_match(const FlowRule& rule);
+/// True when no packet can match both: layers that exclude each other (IPv4 and IPv6; two of
+/// UDP, TCP, ICMP) or a bit both masks cover with different values.
+bool flow_matches_disjoint(const FlowExactMatch& a, const FlowExactMatch& b);
 
 }  // namespace ws

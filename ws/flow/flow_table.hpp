@@ -3,10 +3,18 @@
 // Every change compiles the rules into a FlowClassifier that the port runs in software on its
 // RX path (ws/port/software_rss.cpp), so every device can have them; a port with no rules and
 // not isolated has no classifier and its RX burst entries stay the driver's own.
+//
+// Kernel offload: before compiling, the table offers the driver (Port::do_flow_offload) the
+// rules of group 0 in matching order and keeps in the classifier only those the kernel did not
+// take. Only a prefix of the order is ever offloaded, so no software rule of higher priority is
+// skipped by the kernel acting first; a queue rule is offloaded only when no later rule of group
+// 0 can match its packets, the port is not isolated and no software hash would move them again,
+// since software still sees what the kernel queued. Entry::place says where each rule runs.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ws/flow/classifier.hpp"
@@ -39,9 +47,13 @@ class FlowTable {
 
   /// A rule and its counters.
   struct Entry {
-    std::uint32_t id = 0;   ///< Its id.
-    FlowRule rule;          ///< As created.
-    FlowCounters counters;  ///< COUNT's counters.
+    std::uint32_t id = 0;                   ///< Its id.
+    FlowRule rule;                          ///< As created.
+    FlowCounters counters;                  ///< COUNT's counters.
+    FlowPlace place = FlowPlace::software;  ///< Where it runs.
+    std::optional<FlowOffload> offload;     ///< The driver's handle while offloaded.
+    FlowCounts kernel_base;                 ///< Kernel counts of earlier offloads of the rule.
+    bool kernel_refused = false;            ///< The kernel refused it: not offered again.
   };
   /// Every rule, by increasing id.
   std::vector<const Entry*> list() const;
@@ -50,6 +62,9 @@ class FlowTable {
   /// Compiles the rules again, for the port's current RX queues (Port::configure calls it): a
   /// rule naming a queue the port no longer has stays listed but matches nothing.
   FlowResult<void> recompile();
+  /// Takes every offloaded rule back into software (Port::configure, before the driver
+  /// replaces its kernel program); kernel counts are kept.
+  void unoffload_all();
   /// Packets the rules dropped (on the port's RX lcore).
   Counter& dropped() { return dropped_; }
   const Counter& dropped() const { return dropped_; }  ///< As dropped().
@@ -57,7 +72,14 @@ class FlowTable {
  private:
   Port& port_;
   std::map<std::uint32_t, std::unique_ptr<Entry>> rules_;
+  FlowResult<void> install_classifier(bool all);  // software rules (all: every rule) in place
+  void sync_offloads();                           // offers the prefix of group 0 to the driver
+  std::vector<Entry*> offload_order() const;      // group 0, in matching order
+  bool offloadable(const std::vector<Entry*>& order, std::size_t i) const;
+  void unoffload_last();
+
   std::unique_ptr<FlowClassifier> classifier_;
+  std::vector<Entry*> offloaded_;  // slot order
   bool isolated_ = false;
   Counter dropped_;
 };

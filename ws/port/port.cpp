@@ -94,6 +94,8 @@ Result<void> Port::set_rss(const RssConfig& rss) {
   if (started_) return fail("port {} ({}): stop the port before changing its RSS configuration", id_, name_);
   if (auto ok = check_rss(rss, config_.rx_queues); !ok) return with_context(ok.error(), context());
   config_.rss = rss;
+  // A software hash moves what a kernel queue rule placed: the offload is decided again.
+  if (auto ok = flows_->recompile(); !ok) return fail("port {} ({}): {}", id_, name_, ok.error().message);
   return {};
 }
 
@@ -238,6 +240,12 @@ Result<int> Port::do_link_event_fd() {
               id_, name_);
 }
 
+FlowOffloadResult Port::do_flow_offload(const FlowRule&, std::uint32_t) {
+  return std::unexpected(FlowOffloadRefusal{false, "the driver offloads no flow rules"});
+}
+void Port::do_flow_unoffload(const FlowOffload&) {}
+FlowCounts Port::do_flow_offload_counts(const FlowOffload&) const { return {}; }
+
 std::vector<std::uint16_t> Port::vlan_filter_ids() const {
   std::vector<std::uint16_t> ids;
   for (std::uint16_t v = 0; v < VlanFilter::size(); ++v)
@@ -273,6 +281,8 @@ Result<void> Port::configure(const PortConfig& config) {
     return with_context(ok.error(), context());
   if (auto ok = check_rss(config.rss, config.rx_queues); !ok) return with_context(ok.error(), context());
   if (auto ok = check_rx(config.rx_offloads, config.mtu); !ok) return ok;
+  // The driver may replace its kernel program or interface: rules leave the old one first.
+  flows_->unoffload_all();
   if (auto ok = do_configure(config); !ok) return with_context(ok.error(), context());
   config_ = config;
   rx_table_.assign(config.rx_queues, BurstEntry{&idle_burst, nullptr});

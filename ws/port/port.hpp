@@ -15,6 +15,7 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/core/result.hpp"
 #include "ws/core/simd.hpp"
+#include "ws/flow/flow.hpp"
 #include "ws/net/ether.hpp"
 #include "ws/net/rss.hpp"
 #include "ws/port/burst.hpp"
@@ -338,6 +339,16 @@ class Port {
   virtual Result<void> do_rx_intr_enable(std::uint16_t queue);   ///< As do_rx_intr_fd.
   virtual Result<void> do_rx_intr_disable(std::uint16_t queue);  ///< As do_rx_intr_fd.
   virtual Result<int> do_link_event_fd();                        ///< As do_rx_intr_fd.
+  /// Kernel offload of flow rules, called by the FlowTable on the control path. It offers the
+  /// rules of group 0 in matching order, `slot` 0 first, and stops at the first one refused;
+  /// it takes them back from the last slot down (do_flow_unoffload), so the offloaded rules are
+  /// always slots 0..n-1 and the kernel acts only on what no software rule would have taken
+  /// first. The defaults take nothing: every rule runs in software.
+  virtual FlowOffloadResult do_flow_offload(const FlowRule& rule, std::uint32_t slot);
+  /// Removes an offloaded rule (the last slot) from the kernel.
+  virtual void do_flow_unoffload(const FlowOffload& offload);
+  /// An offloaded rule's counters in the kernel since do_flow_offload.
+  virtual FlowCounts do_flow_offload_counts(const FlowOffload& offload) const;
 
   /// Called by do_start() for every queue.
   template <RxQueue Q>

@@ -3,9 +3,11 @@
 // flow validate|create <port> <rule>, flow destroy <port> rule <id>, flow flush|list <port>,
 // flow query <port> <id> count, flow isolate <port> 0|1. Rules are matched in software by the
 // port (ws/flow); changes to a port the lcores poll pause them for the swap.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "app/testpmd/prompt/command.hpp"
 #include "ws/flow/flow_table.hpp"
@@ -94,6 +96,13 @@ Result<void> list(Testpmd& tp, CommandArgs a) {
   if (rules.empty()) return {};  // dpdk-testpmd prints nothing for a port without rules
   std::printf("ID\tGroup\tPrio\tAttr\tRule\n");
   for (const auto* e : rules) print_rule(*e);
+  // Ours, after dpdk-testpmd's table so that scripts reading its rows by their leading id are
+  // undisturbed: where each rule runs, when the kernel runs any.
+  if (std::ranges::none_of(rules, [](const FlowTable::Entry* e) { return e->place != FlowPlace::software; })) return {};
+  std::string where = "Placement:";
+  for (const auto* e : rules)
+    where += fmt::format("{} #{} {}", e == rules.front() ? "" : ",", e->id, flow_place_name(e->place));
+  std::printf("%s\n", where.c_str());
   return {};
 }
 

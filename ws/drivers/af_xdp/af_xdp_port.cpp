@@ -11,6 +11,7 @@
 #include <net/if.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -38,6 +39,9 @@ constexpr std::array af_xdp_params = {
     ParamSpec{"busy_budget", "uint", "64",
               "preferred busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET): packets per busy poll, 0 = off; "
               "if the kernel refuses, a log line and interrupt-driven mode"},
+    ParamSpec{"flow_offload", "bool", "1",
+              "flow rules the XDP program can do (drop, with count) run in it, a prefix of group 0 in "
+              "matching order; 0: every rule in software"},
     ParamSpec{"force_copy", "bool", "0",
               "bind in copy mode; otherwise zero-copy is tried in native mode and copy mode used, with a log "
               "line, when the driver offers none (veth offers none)"},
@@ -51,6 +55,22 @@ constexpr std::uint32_t ring_slots = 2048;                  // RX, TX, fill and 
 constexpr std::uint32_t frames_per_queue = 2 * ring_slots;  // half for RX (fill), half for TX
 enum ProgMode : std::uint32_t { mode_drop_all = 0, mode_drop_udp_dport = 1, mode_redirect_all = 2 };
 
+// One offloaded flow rule, as ws_rules holds it (struct ws_rule of xdp_fast_drop.bpf.c): the
+// FlowExactMatch's bytes in the FlowKey layout both sides read packets into.
+struct XdpRule {
+  std::array<std::uint64_t, 8> mask;
+  std::array<std::uint64_t, 8> value;
+  std::uint32_t layers;
+  std::uint32_t action;  // 0: drop
+};
+static_assert(sizeof(XdpRule) == 136 && sizeof(FlowBytes) == sizeof(XdpRule::mask));
+struct XdpRuleCount {  // struct ws_rule_count, per CPU
+  std::uint64_t packets;
+  std::uint64_t bytes;
+};
+constexpr std::uint32_t xdp_max_rules = 64;  // ws_rules' max_entries
+constexpr std::uint32_t config_rules = 2;    // ws_config's key for the number of rules
+
 struct ProgChoice {
   ProgMode mode = mode_redirect_all;
   std::uint32_t udp_port = 0;
@@ -61,6 +81,7 @@ struct Options {
   bool skb_mode = false;
   bool force_copy = false;
   std::uint32_t busy_budget = 64;
+  bool flow_offload = true;
 };
 
 struct QueueSocket {
@@ -83,6 +104,7 @@ class AfXdpPort final : public Port {
         skb_mode_(opt.skb_mode),
         force_copy_(opt.force_copy),
         busy_budget_(opt.busy_budget),
+        flow_offload_(opt.flow_offload),
         prog_(std::move(prog)) {
     if (auto mac = kernel_interface_mac(iface_)) mac_ = *mac;  // as DPDK's PMD: the interface's address
   }
@@ -158,6 +180,11 @@ class AfXdpPort final : public Port {
     return out;
   }
 
+ protected:
+  FlowOffloadResult do_flow_offload(const FlowRule& rule, std::uint32_t slot) override;
+  void do_flow_unoffload(const FlowOffload& offload) override;
+  FlowCounts do_flow_offload_counts(const FlowOffload& offload) const override;
+
  private:
   Result<void> load_program();
   Result<void> open_socket(std::uint16_t q);
@@ -180,11 +207,15 @@ class AfXdpPort final : public Port {
   bool zero_copy_ = false;
   bool force_copy_;
   std::uint32_t busy_budget_;
+  bool flow_offload_;
   ProgChoice prog_;
   bpf_object* obj_ = nullptr;
   std::uint32_t attach_flags_ = 0;
   int xsks_map_fd_ = -1;
   int counters_fd_ = -1;
+  int config_fd_ = -1;
+  int rules_fd_ = -1;        // ws_rules, or -1: the program takes no rules
+  int rule_counts_fd_ = -1;  // ws_rule_counts
   std::unique_ptr<Arena> arena_;
   std::vector<QueueSocket> socks_;
   std::vector<std::unique_ptr<af_xdp_pmd::RxQueue>> rxq_;
@@ -206,7 +237,10 @@ Result<void> AfXdpPort::load_program() {
   xsks_map_fd_ = bpf_object__find_map_fd_by_name(obj_, "xsks_map");
   if (xsks_map_fd_ < 0) return fail("device '{}': key 'xdp_prog': the object has no map called xsks_map", name());
   counters_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_counters");
-  if (const int cfg = bpf_object__find_map_fd_by_name(obj_, "ws_config"); cfg >= 0) {
+  rules_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_rules");
+  rule_counts_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_rule_counts");
+  config_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_config");
+  if (const int cfg = config_fd_; cfg >= 0) {
     const std::uint32_t k0 = 0, k1 = 1;
     const std::uint32_t mode = prog_.mode, port = prog_.udp_port;
     bpf_map_update_elem(cfg, &k0, &mode, BPF_ANY);
@@ -343,6 +377,57 @@ std::array<std::uint64_t, 3> AfXdpPort::program_counters() const {
   return out;
 }
 
+FlowOffloadResult AfXdpPort::do_flow_offload(const FlowRule& rule, std::uint32_t slot) {
+  const auto refuse = [](std::string why) { return std::unexpected(FlowOffloadRefusal{false, std::move(why)}); };
+  if (!flow_offload_) return refuse("flow_offload=0");
+  if (rules_fd_ < 0 || rule_counts_fd_ < 0 || config_fd_ < 0) return refuse("the XDP program takes no rules");
+  if (slot >= xdp_max_rules) return refuse(fmt::format("the XDP program holds {} rules", xdp_max_rules));
+  // An AF_XDP socket takes only packets of the interface queue it is bound to (the kernel
+  // checks it at redirect), so the program cannot move a packet to another queue's socket:
+  // queue rules stay in software.
+  if (std::ranges::any_of(rule.actions, [](const FlowAction& a) {
+        return a.type != FlowActionType::drop && a.type != FlowActionType::count;
+      }))
+    return refuse("the XDP program offloads only drop");
+  const auto match = flow_exact_match(rule);
+  if (!match) return refuse("ranges (last) stay in software");
+  XdpRule r{};
+  std::memcpy(r.mask.data(), match->mask.data(), sizeof r.mask);
+  std::memcpy(r.value.data(), match->value.data(), sizeof r.value);
+  r.layers = match->layers;
+  const int cpus = libbpf_num_possible_cpus();
+  const std::vector<XdpRuleCount> zero(static_cast<std::size_t>(std::max(cpus, 1)));
+  const std::uint32_t n = slot + 1;
+  int e = bpf_map_update_elem(rules_fd_, &slot, &r, BPF_ANY);
+  if (e == 0) e = bpf_map_update_elem(rule_counts_fd_, &slot, zero.data(), BPF_ANY);
+  if (e == 0) e = bpf_map_update_elem(config_fd_, &config_rules, &n, BPF_ANY);  // last: the rule is whole
+  if (e != 0)
+    return std::unexpected(FlowOffloadRefusal{
+        true,
+        fmt::format("device '{}': cannot write the rule into the XDP program's maps: {}", name(), std::strerror(-e))});
+  return FlowOffload{FlowPlace::kernel_xdp, slot};
+}
+
+void AfXdpPort::do_flow_unoffload(const FlowOffload& offload) {
+  // The FlowTable takes rules back from the last slot: the program stops at this one.
+  const auto n = static_cast<std::uint32_t>(offload.handle);
+  if (config_fd_ >= 0) bpf_map_update_elem(config_fd_, &config_rules, &n, BPF_ANY);
+}
+
+FlowCounts AfXdpPort::do_flow_offload_counts(const FlowOffload& offload) const {
+  FlowCounts out;
+  const int cpus = libbpf_num_possible_cpus();
+  if (rule_counts_fd_ < 0 || cpus <= 0) return out;
+  std::vector<XdpRuleCount> per_cpu(static_cast<std::size_t>(cpus));
+  const auto slot = static_cast<std::uint32_t>(offload.handle);
+  if (bpf_map_lookup_elem(rule_counts_fd_, &slot, per_cpu.data()) != 0) return out;
+  for (const auto& c : per_cpu) {
+    out.hits += c.packets;
+    out.bytes += c.bytes;
+  }
+  return out;
+}
+
 void AfXdpPort::close_all() {
   for (auto& k : socks_) {
     if (k.xsk) xsk_socket__delete(k.xsk);
@@ -355,7 +440,7 @@ void AfXdpPort::close_all() {
   attach_flags_ = 0;
   if (obj_) bpf_object__close(obj_);
   obj_ = nullptr;
-  xsks_map_fd_ = counters_fd_ = -1;
+  xsks_map_fd_ = counters_fd_ = config_fd_ = rules_fd_ = rule_counts_fd_ = -1;
   arena_.reset();
 }
 
@@ -415,7 +500,9 @@ class AfXdpDriver final : public Driver {
     if (!budget) return std::unexpected(budget.error());
     auto force_copy = args.get_bool("force_copy", false);
     if (!force_copy) return std::unexpected(force_copy.error());
-    const Options opt{mode == "skb", *force_copy, static_cast<std::uint32_t>(*budget)};
+    auto offload = args.get_bool("flow_offload", true);
+    if (!offload) return std::unexpected(offload.error());
+    const Options opt{mode == "skb", *force_copy, static_cast<std::uint32_t>(*budget), *offload};
     return std::make_unique<AfXdpPort>(args.name(), iface, static_cast<int>(ifindex),
                                        static_cast<std::uint32_t>(*start), static_cast<std::uint16_t>(*count), opt,
                                        std::move(*prog));

@@ -3,10 +3,17 @@
 // driver, before any socket buffer exists (the early-drop path), or redirects to our AF_XDP
 // socket on the packet's RX queue. The mode and UDP port come from ws_config; per-CPU counters
 // in ws_counters are read back into the port's xstats.
+//
+// Offloaded flow rules (ws_rules, ws_config[2] of them, in matching order): each packet's
+// headers are read into the FlowKey layout the software classifier uses (ws/flow/fields.hpp:
+// the same bytes at the same offsets, the same layer bits), so a rule is the classifier's
+// masked compare of eight 64-bit words; the first rule that matches decides. Per-rule per-CPU
+// hit and byte counters are in ws_rule_counts.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
@@ -23,7 +30,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 2);  // [0] mode, [1] UDP destination port (host order)
+  __uint(max_entries, 3);  // [0] mode, [1] UDP destination port (host order), [2] rules in ws_rules
   __type(key, __u32);
   __type(value, __u32);
 } ws_config SEC(".maps");
@@ -34,6 +41,42 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } ws_counters SEC(".maps");
+
+enum { max_rules = 64, rule_drop = 0 };
+// Layer bits and field offsets of ws/flow/fields.hpp.
+enum { l_eth = 1, l_vlan = 2, l_ipv4 = 4, l_ipv6 = 8, l_udp = 16, l_tcp = 32, l_icmp = 64 };
+enum { o_vlan = 14, o_tos = 18, o_ttl = 19, o_proto = 20, o_l3 = 22, o_l4 = 54, o_tcp_flags = 58, o_icmp = 60 };
+
+struct ws_rule {  // the driver's XdpRule (af_xdp_port.cpp)
+  __u64 mask[8];
+  __u64 value[8];
+  __u32 layers;
+  __u32 action;
+};
+
+struct ws_rule_count {
+  __u64 packets;
+  __u64 bytes;
+};
+
+struct ws_key {
+  __u64 w[8];
+  __u32 layers;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, max_rules);
+  __type(key, __u32);
+  __type(value, struct ws_rule);
+} ws_rules SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, max_rules);
+  __type(key, __u32);
+  __type(value, struct ws_rule_count);
+} ws_rule_counts SEC(".maps");
 
 static __always_inline int count(__u32 slot, int verdict) {
   __u64* c = bpf_map_lookup_elem(&ws_counters, &slot);
@@ -53,6 +96,84 @@ static __always_inline int is_udp_dport(struct xdp_md* ctx, __u32 port) {
   return udp->dest == bpf_htons((__u16)port);
 }
 
+static __always_inline void l4_key(__u8 proto, __u8* l4, void* end, struct ws_key* key) {
+  __u8* k = (__u8*)key->w;
+  if ((proto == IPPROTO_TCP && (void*)(l4 + 20) <= end) || (proto == IPPROTO_UDP && (void*)(l4 + 8) <= end)) {
+    __builtin_memcpy(k + o_l4, l4, 4);
+    if (proto == IPPROTO_TCP) k[o_tcp_flags] = l4[13];
+    key->layers |= proto == IPPROTO_TCP ? l_tcp : l_udp;
+  } else if (proto == IPPROTO_ICMP && (key->layers & l_ipv4) && (void*)(l4 + 4) <= end) {
+    k[o_icmp] = l4[0];
+    k[o_icmp + 1] = l4[1];
+    key->layers |= l_icmp;
+  }
+}
+
+static __always_inline void ipv4_key(__u8* p, void* end, struct ws_key* key) {
+  __u8* k = (__u8*)key->w;
+  if ((void*)(p + 20) > end || (p[0] >> 4) != 4) return;
+  __u32 ihl = (p[0] & 15u) * 4u;
+  if (ihl < 20 || (void*)(p + ihl) > end) return;
+  k[o_tos] = p[1];
+  k[o_ttl] = p[8];
+  k[o_proto] = p[9];
+  __builtin_memcpy(k + o_l3, p + 12, 8);
+  key->layers |= l_ipv4;
+  if ((((struct iphdr*)p)->frag_off & bpf_htons(0x1fff)) == 0) l4_key(p[9], p + ihl, end, key);
+}
+
+// The packet's FlowKey, as flow_key_of() reads an mbuf.
+static __always_inline void flow_key(struct xdp_md* ctx, struct ws_key* key) {
+  __u8* p = (void*)(long)ctx->data;
+  void* end = (void*)(long)ctx->data_end;
+  __u8* k = (__u8*)key->w;
+  if ((void*)(p + 14) > end) return;
+  __builtin_memcpy(k, p, 14);
+  key->layers = l_eth;
+  __u16 type = ((struct ethhdr*)p)->h_proto;
+  p += 14;
+  if ((type == bpf_htons(ETH_P_8021Q) || type == bpf_htons(ETH_P_8021AD)) && (void*)(p + 4) <= end) {
+    __builtin_memcpy(k + o_vlan, p, 4);
+    key->layers |= l_vlan;
+    type = *(__u16*)(p + 2);
+    p += 4;
+  }
+  if (type == bpf_htons(ETH_P_IP)) {
+    ipv4_key(p, end, key);
+  } else if (type == bpf_htons(ETH_P_IPV6) && (void*)(p + 40) <= end) {
+    k[o_tos] = (__u8)(bpf_ntohs(*(__u16*)p) >> 4);
+    k[o_ttl] = p[7];
+    k[o_proto] = p[6];
+    __builtin_memcpy(k + o_l3, p + 8, 32);
+    key->layers |= l_ipv6;
+    l4_key(p[6], p + 40, end, key);
+  }
+}
+
+// The action of the first of the n rules that matches (counted), or -1.
+static __always_inline int match_rules(struct xdp_md* ctx, __u32 n) {
+  struct ws_key key = {};
+  flow_key(ctx, &key);
+  for (__u32 i = 0; i < max_rules; i++) {
+    if (i >= n) break;
+    __u32 slot = i;
+    struct ws_rule* r = bpf_map_lookup_elem(&ws_rules, &slot);
+    if (!r) break;
+    if ((key.layers & r->layers) != r->layers) continue;
+    __u64 diff = 0;
+#pragma unroll
+    for (int w = 0; w < 8; w++) diff |= (key.w[w] & r->mask[w]) ^ r->value[w];
+    if (diff) continue;
+    struct ws_rule_count* c = bpf_map_lookup_elem(&ws_rule_counts, &slot);
+    if (c) {
+      c->packets += 1;
+      c->bytes += ctx->data_end - ctx->data;
+    }
+    return (int)r->action;
+  }
+  return -1;
+}
+
 SEC("xdp")
 int ws_xdp(struct xdp_md* ctx) {
   __u32 k0 = 0, k1 = 1;
@@ -60,6 +181,9 @@ int ws_xdp(struct xdp_md* ctx) {
   __u32* port = bpf_map_lookup_elem(&ws_config, &k1);
   if (!mode || !port) return XDP_PASS;
   if (*mode == mode_drop_all) return count(cnt_dropped, XDP_DROP);
+  __u32 k2 = 2;
+  __u32* rules = bpf_map_lookup_elem(&ws_config, &k2);
+  if (rules && *rules && match_rules(ctx, *rules) == rule_drop) return count(cnt_dropped, XDP_DROP);
   if (*mode == mode_drop_udp_dport && is_udp_dport(ctx, *port)) return count(cnt_dropped, XDP_DROP);
   int v = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
   return count(v == XDP_REDIRECT ? cnt_redirected : cnt_passed, v);

@@ -17,6 +17,7 @@
 
 #include "ws/core/log.hpp"
 #include "ws/drivers/kernel_iface.hpp"
+#include "ws/drivers/tap/tap_flow.hpp"
 #include "ws/drivers/tap/tap_remote.hpp"
 #include "ws/drivers/tap/tap_rxtx.hpp"
 
@@ -31,14 +32,21 @@ constexpr std::array tap_params = {
               "an interface the TAP stands in for: its incoming traffic is redirected to the port and the "
               "port's traffic leaves through it (tc clsact rules); the port takes its MAC address"},
     ParamSpec{"persist", "bool", "0", "keep the TAP interface when the port closes (TUNSETPERSIST)"},
+    ParamSpec{"flow_offload", "bool", "1",
+              "flow rules flower can express (drop, queue) become TC flower filters on the TAP, a prefix of "
+              "group 0 in matching order; 0: every rule in software"},
 };
 
 constexpr std::uint16_t tap_max_queues = 16;  // as DPDK's RTE_PMD_TAP_MAX_QUEUES
 
 class TapPort final : public Port {
  public:
-  TapPort(std::string name, std::string iface, MacAddress mac, std::string remote, bool persist)
-      : Port(std::move(name), "net_tap"), iface_(std::move(iface)), remote_(std::move(remote)), persist_(persist) {
+  TapPort(std::string name, std::string iface, MacAddress mac, std::string remote, bool persist, bool flow_offload)
+      : Port(std::move(name), "net_tap"),
+        iface_(std::move(iface)),
+        remote_(std::move(remote)),
+        persist_(persist),
+        flow_offload_(flow_offload) {
     mac_ = mac;
   }
   ~TapPort() override { close_fds(); }
@@ -99,6 +107,16 @@ class TapPort final : public Port {
 
   PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
 
+ protected:
+  FlowOffloadResult do_flow_offload(const FlowRule& rule, std::uint32_t slot) override {
+    if (!flow_offload_) return std::unexpected(FlowOffloadRefusal{false, "flow_offload=0"});
+    if (fds_.empty()) return std::unexpected(FlowOffloadRefusal{false, "the TAP interface does not exist yet"});
+    return tc_flows_.add(iface_, name(), rule, slot);
+  }
+  void do_flow_unoffload(const FlowOffload& offload) override {
+    tc_flows_.remove(static_cast<std::uint32_t>(offload.handle));
+  }
+
  private:
   Result<int> open_queue(bool multi_queue) {
     const int fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
@@ -143,7 +161,8 @@ class TapPort final : public Port {
   }
 
   void close_fds() {
-    redirect_.remove();  // before the descriptors: the TAP interface (and its qdisc) may go with them
+    tc_flows_.remove_all();  // before the remote's rules: they may share the clsact qdisc
+    redirect_.remove();      // before the descriptors: the TAP interface (and its qdisc) may go with them
     for (int fd : fds_) ::close(fd);
     fds_.clear();
   }
@@ -151,7 +170,9 @@ class TapPort final : public Port {
   std::string iface_;
   std::string remote_;
   bool persist_;
+  bool flow_offload_;
   tap_pmd::RemoteRedirect redirect_;
+  tap_pmd::TcFlows tc_flows_;
   std::vector<int> fds_;
   std::vector<std::unique_ptr<tap_pmd::RxQueue>> rxq_;
   std::vector<std::unique_ptr<tap_pmd::TxQueue>> txq_;
@@ -183,8 +204,10 @@ class TapDriver final : public Driver {
     }
     auto persist = args.get_bool("persist", false);
     if (!persist) return std::unexpected(persist.error());
+    auto offload = args.get_bool("flow_offload", true);
+    if (!offload) return std::unexpected(offload.error());
     ++created_;
-    return std::make_unique<TapPort>(args.name(), std::move(iface), mac, std::move(remote), *persist);
+    return std::make_unique<TapPort>(args.name(), std::move(iface), mac, std::move(remote), *persist, *offload);
   }
 
  private:
