@@ -65,15 +65,18 @@ FlowResult<void> compile_item(const FlowItem& item, int index, CompiledFlow& r) 
   for (const fk::Field& f : fk::fields()) {
     if (f.item != item.type) continue;
     CompiledFlow::Range range{static_cast<std::uint8_t>(f.offset), static_cast<std::uint8_t>(f.width), {}, {}, {}};
-    bool ranged = false;
+    bool ranged = false, last_zero = true;
     for (std::size_t i = 0; i < f.width; ++i) {
       const std::size_t o = f.offset + i;
       range.mask[i] = mask[o];
       range.lo[i] = item.spec[o] & mask[o];
       range.hi[i] = item.last[o] & mask[o];
       ranged |= item.has_last && range.hi[i] != range.lo[i];
+      last_zero &= item.last[o] == 0;
     }
-    if (!ranged) continue;
+    // As rte_flow: a field whose last is 0 (or equal to spec) makes no range, so that one
+    // field's last leaves the item's other fields exact.
+    if (!ranged || last_zero) continue;
     if (std::memcmp(range.hi.data(), range.lo.data(), f.width) < 0)
       return std::unexpected(
           error(FlowErrorType::item_last, index, fmt::format("{}: last is lower than spec", f.name), EINVAL));
