@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <numeric>
 #include <tuple>
 
@@ -65,15 +66,18 @@ FlowResult<void> compile_item(const FlowItem& item, int index, CompiledFlow& r) 
   for (const fk::Field& f : fk::fields()) {
     if (f.item != item.type) continue;
     CompiledFlow::Range range{static_cast<std::uint8_t>(f.offset), static_cast<std::uint8_t>(f.width), {}, {}, {}};
-    bool ranged = false;
+    bool ranged = false, last_zero = true;
     for (std::size_t i = 0; i < f.width; ++i) {
       const std::size_t o = f.offset + i;
       range.mask[i] = mask[o];
       range.lo[i] = item.spec[o] & mask[o];
       range.hi[i] = item.last[o] & mask[o];
       ranged |= item.has_last && range.hi[i] != range.lo[i];
+      last_zero &= item.last[o] == 0;
     }
-    if (!ranged) continue;
+    // As rte_flow: a field whose last is 0 (or equal to spec) makes no range, so that one
+    // field's last leaves the item's other fields exact.
+    if (!ranged || last_zero) continue;
     if (std::memcmp(range.hi.data(), range.lo.data(), f.width) < 0)
       return std::unexpected(
           error(FlowErrorType::item_last, index, fmt::format("{}: last is lower than spec", f.name), EINVAL));
@@ -250,9 +254,13 @@ FlowClassifier::FlowClassifier(std::vector<std::pair<const FlowRule*, FlowCounte
     if (r.fate != CompiledFlow::Fate::jump) continue;
     r.jump_group = static_cast<std::uint32_t>(std::ranges::find(groups, r.jump_group) - groups.begin());
   }
+  index_ = build_flow_index(rules_);
+  simple_ = index_.blocks.size() == 1 && group_begin_.size() == 2 && std::ranges::none_of(rules_, [](const auto& r) {
+              return r.fate == CompiledFlow::Fate::passthru || r.fate == CompiledFlow::Fate::jump;
+            });
 }
 
-bool FlowClassifier::matches(const CompiledFlow& r, const FlowKey& k) const noexcept {
+bool flow_matches(const CompiledFlow& r, const FlowKey& k) noexcept {
   if ((k.layers & r.layers) != r.layers) return false;
   std::uint64_t diff = 0;
   for (std::size_t i = 0; i < r.mask.size(); ++i) diff |= (k.words[i] & r.mask[i]) ^ r.value[i];
@@ -291,27 +299,189 @@ std::uint16_t FlowClassifier::apply(const CompiledFlow& r, Mbuf& m) const noexce
   }
 }
 
-std::uint16_t FlowClassifier::classify_one(Mbuf& m) const noexcept {
-  FlowKey key;
-  flow_key_of(m, key);
+// The block whose rows a packet's walk holds: looked up once per packet and block, however
+// many times passthru and jump call next_match.
+struct FlowClassifier::Cursor {
+  std::uint32_t block = ~std::uint32_t{0};
+  std::array<const std::uint64_t*, FlowIndex::max_dims> rows;  // filled with block
+};
+
+namespace {
+
+// The row of the `Width`-byte big-endian value at `offset` of the key: a 16-bit root (a byte: a
+// 256-entry one), and for 4-byte values two levels of 256 below it, always both loads (an
+// entry that is already a row keeps it; the load goes to entry 0 and is dropped), so that the
+// walk has no branch for the traffic to mispredict.
+template <unsigned Width>
+const std::uint64_t* row_for(const FlowIndex::Table& t, const FlowKey& k, unsigned offset,
+                             std::uint32_t stride) noexcept {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(k.words.data()) + offset;
+  const std::uint16_t* nodes = t.nodes.data();
+  std::uint32_t e;
+  if constexpr (Width == 1) {
+    e = nodes[p[0]];
+  } else if constexpr (Width == 2) {
+    e = nodes[be16(p)];
+  } else {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    v = __builtin_bswap32(v);
+    e = nodes[v >> 16];
+    for (unsigned shift : {8u, 0u}) {
+      // Node k starts at 65536 + 256 * k; e << 8 is (child << 8) + 256 * k.
+      const bool inner = (e & FlowIndex::child) != 0;
+      const std::uint32_t at = inner ? (e << 8) + ((v >> shift) & 255) + 65536u - (FlowIndex::child << 8) : 0;
+      const std::uint32_t next = nodes[at];
+      e = inner ? next : e;
+    }
+  }
+  return t.rows.data() + std::size_t{e} * stride;
+}
+
+}  // namespace
+
+// The dims in build_flow_index's order, each lookup straight-line code for its width.
+void FlowClassifier::load_rows(const FlowKey& key, std::uint32_t block, Cursor& c) const noexcept {
+  const FlowIndex::Block& blk = index_.blocks[block];
+  const std::uint32_t s = blk.stride;
+  c.block = block;
+  c.rows[0] = row_for<1>(blk.tables[0], key, fk::ip_proto, s);
+  c.rows[1] = row_for<4>(blk.tables[1], key, fk::ipv4_src, s);
+  c.rows[2] = row_for<4>(blk.tables[2], key, fk::ipv4_dst, s);
+  c.rows[3] = row_for<2>(blk.tables[3], key, fk::l4_src, s);
+  c.rows[4] = row_for<2>(blk.tables[4], key, fk::l4_dst, s);
+  if (index_.dim_count == 6) c.rows[5] = row_for<4>(blk.tables[5], key, fk::ipv6_dst, s);
+}
+
+namespace {
+
+// Word w of every dim's row ANDed (w 0: the summary words).
+template <unsigned Dims>
+std::uint64_t and_word(const std::array<const std::uint64_t*, FlowIndex::max_dims>& rows, std::uint32_t w) noexcept {
+  std::uint64_t x = rows[0][w];
+  for (unsigned d = 1; d < Dims; ++d) x &= rows[d][w];
+  return x;
+}
+
+// Rule i (a candidate of every dim) matches: its layers when the dims say the rest exactly.
+bool confirm(const FlowIndex& x, const std::vector<CompiledFlow>& rules, std::uint32_t i, const FlowKey& key) noexcept {
+  const std::uint32_t need = x.check[i];
+  if ((key.layers & need) == need) return true;
+  return (need & FlowIndex::full_check) && flow_matches(rules[i], key);
+}
+
+}  // namespace
+
+// The first rule in [from, end) that matches: per block, the words whose summary bit every
+// field's row has, then their rules in order, each confirmed.
+std::uint32_t FlowClassifier::next_match(const FlowKey& key, Cursor& c, std::uint32_t from,
+                                         std::uint32_t end) const noexcept {
+  if (index_.blocks.empty()) {
+    for (; from < end; ++from)
+      if (flow_matches(rules_[from], key)) return from;
+    return end;
+  }
+  const bool six = index_.dim_count == 6;
+  while (from < end) {
+    const std::uint32_t b = from / FlowIndex::block_rules;
+    if (c.block != b) load_rows(key, b, c);
+    const FlowIndex::Block& blk = index_.blocks[b];
+    const std::uint32_t lo = from - blk.begin, hi = std::min(end, blk.end) - blk.begin;
+    std::uint64_t summary = (six ? and_word<6>(c.rows, 0) : and_word<5>(c.rows, 0)) & (~std::uint64_t{0} << (lo / 64));
+    while (summary) {
+      const auto w = static_cast<std::uint32_t>(__builtin_ctzll(summary));
+      summary &= summary - 1;
+      if (w * 64 >= hi) break;
+      std::uint64_t bits = six ? and_word<6>(c.rows, 1 + w) : and_word<5>(c.rows, 1 + w);
+      if (w == lo / 64) bits &= ~std::uint64_t{0} << (lo % 64);
+      while (bits) {
+        const std::uint32_t i = w * 64 + static_cast<std::uint32_t>(__builtin_ctzll(bits));
+        bits &= bits - 1;
+        if (i >= hi) break;
+        if (confirm(index_, rules_, blk.begin + i, key)) return blk.begin + i;
+      }
+    }
+    from = blk.begin + hi;
+  }
+  return end;
+}
+
+std::uint16_t FlowClassifier::classify_key(const FlowKey& key, Mbuf& m, Cursor& c) const noexcept {
   const auto groups = static_cast<std::uint32_t>(group_begin_.size() - 1);
   bool matched = false;  // isolated ports receive what some rule matched
-  std::uint32_t g = 0;
-  for (std::uint32_t i = group_begin_[0]; g < groups && i < group_begin_[g + 1]; ++i) {
-    const CompiledFlow& r = rules_[i];
-    if (!matches(r, key)) continue;
+  std::uint32_t g = 0, i = group_begin_[0];
+  while (g < groups) {
+    const std::uint32_t j = next_match(key, c, i, group_begin_[g + 1]);
+    if (j == group_begin_[g + 1]) break;
+    const CompiledFlow& r = rules_[j];
     matched = true;
     const std::uint16_t to = apply(r, m);
-    if (r.fate == CompiledFlow::Fate::passthru) continue;
+    if (r.fate == CompiledFlow::Fate::passthru) {
+      i = j + 1;
+      continue;
+    }
     if (r.fate != CompiledFlow::Fate::jump) return to;
     g = r.jump_group;  // always a higher group, so matching ends
     if (g >= groups) break;
-    i = group_begin_[g] - 1;
+    i = group_begin_[g];
   }
   return matched || !isolated_ ? flow_keep : flow_drop;
 }
 
+std::uint16_t FlowClassifier::classify_one(Mbuf& m) const noexcept {
+  FlowKey key;
+  flow_key_of(m, key);
+  Cursor c;
+  return classify_key(key, m, c);
+}
+
+// The common case (one group, one block, no passthru or jump): the first match is the rule,
+// and the walk is the summary word, then the words it names. In stages over a few packets at a
+// time (every header read, then every lookup, then the matches) so that the loads of different
+// packets overlap instead of waiting on each other.
+template <unsigned Dims>
+void FlowClassifier::classify_simple(Mbuf* const* pkts, std::uint16_t n, std::uint16_t* verdict) const noexcept {
+  constexpr std::uint16_t stage = 16;
+  // Bytes, not FlowKeys: their zeroing would be a second one (flow_key_of clears each key), and
+  // an array of bytes provides the keys' storage (its lifetime implicitly creates them).
+  alignas(FlowKey) std::byte key_bytes[sizeof(FlowKey) * stage];
+  FlowKey* keys = std::launder(reinterpret_cast<FlowKey*>(key_bytes));
+  std::array<Cursor, stage> cursors;
+  const std::uint16_t none = isolated_ ? flow_drop : flow_keep;
+  const bool one_word = index_.blocks[0].stride == 2;
+  for (std::uint16_t at = 0; at < n; at += stage) {
+    const auto k = static_cast<std::uint16_t>(std::min<int>(stage, n - at));
+    for (std::uint16_t i = 0; i < k; ++i) flow_key_of(*pkts[at + i], keys[i]);
+    for (std::uint16_t i = 0; i < k; ++i) load_rows(keys[i], 0, cursors[i]);
+    for (std::uint16_t i = 0; i < k; ++i) {
+      std::uint16_t v = none;
+      // One word of rules: its summary bit says no more than the word itself.
+      std::uint64_t summary = one_word ? 1 : and_word<Dims>(cursors[i].rows, 0);
+      for (; summary; summary &= summary - 1) {
+        const auto w = static_cast<std::uint32_t>(__builtin_ctzll(summary));
+        std::uint64_t bits = and_word<Dims>(cursors[i].rows, 1 + w);
+        for (; bits; bits &= bits - 1) {
+          const std::uint32_t r = w * 64 + static_cast<std::uint32_t>(__builtin_ctzll(bits));
+          if (confirm(index_, rules_, r, keys[i])) break;
+        }
+        if (bits) {
+          v = apply(rules_[w * 64 + static_cast<std::uint32_t>(__builtin_ctzll(bits))], *pkts[at + i]);
+          break;
+        }
+      }
+      verdict[at + i] = v;
+    }
+  }
+}
+
 void FlowClassifier::classify(Mbuf* const* pkts, std::uint16_t n, std::uint16_t* verdict) const noexcept {
+  if (simple_) {
+    if (index_.dim_count == 6)
+      classify_simple<6>(pkts, n, verdict);
+    else
+      classify_simple<5>(pkts, n, verdict);
+    return;
+  }
   for (std::uint16_t i = 0; i < n; ++i) verdict[i] = classify_one(*pkts[i]);
 }
 

@@ -94,6 +94,10 @@ TEST_F(FlowTest, MaskLastAndPrefix) {
   EXPECT_EQ(verdict({rule("eth / ipv4 dst spec 10.0.0.0 dst prefix 8 / end")}, udp), flow_keep);
   EXPECT_EQ(verdict({rule("eth / ipv4 / udp dst spec 5000 dst last 6000 dst mask 0xffff / end")}, udp), 2);
   EXPECT_EQ(verdict({rule("eth / ipv4 / udp dst spec 6000 dst last 7000 dst mask 0xffff / end")}, udp), flow_keep);
+  // As rte_flow: a field whose last is 0 makes no range; the item's other fields stay exact.
+  EXPECT_EQ(verdict({rule("eth / ipv4 / udp src spec 1000 src last 2000 src mask 0xffff dst is 5678 / end")}, udp), 2);
+  EXPECT_EQ(verdict({rule("eth / ipv4 / udp src spec 1000 src last 2000 src mask 0xffff dst is 5679 / end")}, udp),
+            flow_keep);
   // A spec with no mask takes DPDK's default one (ipv4: the addresses, here 0.0.0.0).
   EXPECT_EQ(verdict({rule("eth / ipv4 proto spec 17 / end")}, udp), flow_keep);
   FrameSpec zero;
