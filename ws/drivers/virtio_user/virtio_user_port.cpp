@@ -169,8 +169,8 @@ void VirtioUserPort::monitor() {
 // virtio_user over the kernel's vhost-net: the same driver port, the third transport. The
 // kernel thread of each queue pair's vhost-net fd moves packets between our rings and a tap
 // (DPDK's "exception path"); it reads our memory by virtual address, as a vhost-user backend
-// does, so the hot path is VhostUserHotPath's.
-class VhostNetPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPath> {
+// does, and the lcores kick it through eventfds of ours (VhostNetHotPath).
+class VhostNetPort final : public virtio::VirtioNetPort<virtio::VhostNetHotPath> {
  public:
   VhostNetPort(std::string name, const Options& o, Arena& arena, std::unique_ptr<virtio::VhostNetTransport> t)
       : VirtioNetPort(std::move(name), "net_virtio_user", arena, o.queues, o.queue_size),

@@ -73,7 +73,6 @@ unsigned tap_offload_flags(std::uint64_t f) {
 
 VhostNetTransport::~VhostNetTransport() {
   if (running_) stop_device();
-  kicks_.reset();  // stops the notifier thread before the fds it holds copies of go
   for (int fd : eventfds_) ::close(fd);
   for (int fd : vhost_fds_) ::close(fd);
   for (int fd : tap_fds_) ::close(fd);
@@ -95,9 +94,6 @@ Result<std::unique_ptr<VhostNetTransport>> VhostNetTransport::open(VhostNetConfi
   std::unique_ptr<VhostNetTransport> t(new VhostNetTransport(std::move(c)));
   if (auto ok = t->open_fds(); !ok) return std::unexpected(ok.error());
   if (auto ok = t->negotiate(); !ok) return std::unexpected(ok.error());
-  auto kicks = Notifier::create(t->c_.name, 2u * t->c_.queue_pairs);
-  if (!kicks) return std::unexpected(kicks.error());
-  t->kicks_ = std::move(*kicks);
   return t;
 }
 
@@ -268,9 +264,9 @@ Result<void> VhostNetTransport::setup_ring(std::uint32_t q, std::uint32_t index,
   if (!kick) return std::unexpected(kick.error());
   vhost_vring_file kick_file{index, *kick};
   if (auto ok = ioctl_checked(fd, VHOST_SET_VRING_KICK, &kick_file, "VHOST_SET_VRING_KICK"); !ok) return ok;
-  if (auto ok = kicks_->set_fd(r, *kick); !ok) return ok;
-  queue.notify.notifier = kicks_.get();
+  queue.notify.kick_fd = *kick;  // the port publishes the queue to its lcore after this
   queue.ring = r;
+  kicked_.push_back(&queue);
   return {};
 }
 
@@ -284,7 +280,8 @@ void VhostNetTransport::stop_device() {
       (void)::ioctl(fd, VHOST_GET_VRING_BASE, &base);
     }
   running_ = false;
-  if (kicks_ != nullptr) (void)kicks_->restart();  // drops its copies of the kick fds
+  for (QueueCommon* q : kicked_) q->notify.kick_fd = -1;  // no lcore polls the queues now
+  kicked_.clear();
   for (int fd : eventfds_) ::close(fd);
   eventfds_.clear();
 }

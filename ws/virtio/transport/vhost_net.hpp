@@ -2,11 +2,13 @@
 // The kernel's vhost-net as a virtio-net device (DPDK's virtio_user "exception path"): one
 // /dev/vhost-net fd per queue pair, whose kernel thread moves packets between our rings and a tap
 // interface. The rings and buffers are in our arena, given to the kernel as one memory region by
-// virtual address (IOVA = VA, as with vhost-user), and kicks are eventfds written by a Notifier,
-// so the queues run with VhostUserHotPath unchanged. The header offloads are the tap's
+// virtual address (IOVA = VA, as with vhost-user), and kicks are eventfds (VhostNetHotPath). The
+// header offloads are the tap's
 // (TUNSETOFFLOAD), not vhost-net's: it moves the 12-byte header between the ring and the tap as
 // it is.
 #pragma once
+#include <unistd.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -16,9 +18,23 @@
 #include "ws/core/arena.hpp"
 #include "ws/core/result.hpp"
 #include "ws/virtio/net/queues.hpp"
-#include "ws/virtio/vhost_user/notifier.hpp"
 
 namespace ws::virtio {
+
+// vhost-net's hot path: buffers by virtual address, as vhost-user's, and a kick is an eventfd
+// write by the lcore itself, as DPDK's vhost-kernel backend does. Unlike a vhost-user backend's,
+// the eventfd is ours alone: the kernel only waits on it and never reads it, changes its flags or
+// fills it, so a non-blocking write cannot block or fail (the counter would need 2^64 kicks).
+// A Notifier thread, needed against a vhost-user peer, would add a thread wake-up to each kick
+// (bench/README.md, "virtio_user over vhost-net").
+struct VhostNetHotPath {
+  static std::uint64_t buffer_addr(const Mbuf* m) noexcept { return reinterpret_cast<std::uintptr_t>(m->buf_addr); }
+  static void notify(QueueCommon& q) noexcept {
+    if (q.notify.kick_fd < 0) return;
+    const std::uint64_t one = 1;
+    (void)!::write(q.notify.kick_fd, &one, sizeof one);
+  }
+};
 
 // vhost-net's misc device (include/linux/miscdevice.h: VHOST_NET_MINOR).
 inline constexpr unsigned misc_major = 10, vhost_net_minor = 238;
@@ -104,7 +120,7 @@ class VhostNetTransport {
   std::uint64_t offered_ = 0;  // vhost-net's own features (SET_FEATURES takes only these)
   std::uint64_t features_ = 0;
   bool running_ = false;
-  std::unique_ptr<Notifier> kicks_;
+  std::vector<QueueCommon*> kicked_;  // the queues given a kick fd, forgotten at stop
 };
 
 }  // namespace ws::virtio
