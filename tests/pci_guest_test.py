@@ -52,6 +52,7 @@ WORK = None    # guest images and results (--work; the build tree)
 DPDK = shutil.which("dpdk-testpmd")
 PMD_DIR = (sorted(glob.glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*")) or [None])[-1]
 DPDK_PLUGINS = ["librte_net_e1000.so", "librte_net_virtio.so", "librte_mempool_ring.so"]
+VHOST_NET_DPDK_PLUGINS = ["librte_net_tap.so"]  # the vhost-net rates (virtio_user is in librte_net_virtio)
 KERNEL = image.find_kernel()
 WITH_DPDK = "--with-dpdk" in sys.argv  # read here: the tests are made at import (_add_scenarios)
 KINDS = ("ours", "dpdk") if WITH_DPDK else ("ours",)
@@ -253,9 +254,11 @@ class PciGuest(unittest.TestCase):
     # ---- the guest ----
     @classmethod
     def _image(cls):
-        dpdk = [DPDK] + [os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS] if WITH_DPDK else []
-        return image.Image(KERNEL, modules=image.NET_MODULES + image.UIO_MODULES + image.VFIO_MODULES,
-                           binaries=[BINARY] + dpdk).build(WORK, "pci-dpdk" if WITH_DPDK else "pci")
+        dpdk = ([DPDK] + [os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS + VHOST_NET_DPDK_PLUGINS]
+                if WITH_DPDK else [])
+        return image.Image(KERNEL, modules=image.NET_MODULES + image.UIO_MODULES + image.VFIO_MODULES +
+                           image.VHOST_NET_MODULES, binaries=[BINARY] + dpdk,
+                           scripts={"vhost_net_path": VHOST_NET_SCRIPT, "vhost_net_txonly": VHOST_NET_TXONLY}).build(WORK, "pci-dpdk" if WITH_DPDK else "pci")
 
     @classmethod
     def _boot(cls):
@@ -636,6 +639,177 @@ class PciGuestBadInput(unittest.TestCase):
                      bind={VFIO: [E1000_A], UIO: [E1000_B]})
 
 
+# ---- virtio_user over the kernel's vhost-net (DPDK's exception path) ----
+# In the same guest: our testpmd forwards (io) between two net_virtio_user ports on
+# /dev/vhost-net, each with a tap of the guest kernel's; one tap stays in the guest's namespace,
+# the other goes into a namespace of its own, so the kernel's ping and TCP (busybox nc) between
+# the two cross our forwarding. With csum=1,tso=1 the taps get TUN_F_CSUM|TSO4|TSO6: TCP
+# segments of up to 64 KiB leave the sending tap as one GSO packet (GUEST_TSO4), are forwarded
+# whole, and the receiving kernel takes them (it checks the checksum our RX completed).
+VHOST_NET_SCRIPT = r"""# usage: vhost_net_path QUEUES [ours|dpdk] [vhost-net|tap] [BYTES]
+# Prints @@vn lines (tap flags, ping, each TCP transfer and its time), @@json and testpmd's log.
+q=$1; kind=${2:-ours}; backend=${3:-vhost-net}; bytes=${4:-1000000}
+rm -f /tmp/vn.log /tmp/vn.json /tmp/vn.a /tmp/vn.b /tmp/vn.c
+if [ "$backend" = tap ]; then
+  d0="net_tap0,iface=wsva"; d1="net_tap1,iface=wsvb"
+else
+  dev="net_virtio_user%d,path=/dev/vhost-net,queues=$q"
+  [ "$kind" = ours ] && [ "${OFFLOADS:-1}" = 1 ] && dev="$dev,csum=1,tso=1"
+  d0="$(printf "$dev" 0),iface=wsva"; d1="$(printf "$dev" 1),iface=wsvb"
+fi
+app="--forward-mode=io --auto-start --rxq=$q --txq=$q --total-num-mbufs=8192 --stats-period=1"
+if [ "$kind" = ours ]; then
+  xs=rx_q0_size_1519_max_packets
+  [ "$q" -gt 1 ] && xs=$xs,rx_q1_size_1519_max_packets
+  wirespeed-testpmd -l 0-1 -n 4 --file-prefix=vn --no-pci --log-level=info --vdev "$d0" --vdev "$d1" -- \
+    $app --display-xstats=$xs --duration=120 --summary-json=/tmp/vn.json >/tmp/vn.log 2>&1 &
+else
+  dpdk-testpmd -l 0-1 -n 4 --file-prefix=dp $DPDK_PLUGINS --no-pci --vdev "$d0" --vdev "$d1" -- \
+    $app $DPDK_APP >/tmp/vn.log 2>&1 &
+fi
+tp=$!
+n=0
+while ! grep -q "Port statistics =" /tmp/vn.log && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+echo "@@vn tun_flags $(cat /sys/class/net/wsva/tun_flags) $(cat /sys/class/net/wsvb/tun_flags)"
+unshare -n sleep 300 &
+ns=$!
+sleep 0.2
+ip link set wsvb netns $ns
+ip addr add 10.77.0.1/24 dev wsva && ip link set wsva up
+nsenter -t $ns -n sh -c 'ip link set lo up && ip addr add 10.77.0.2/24 dev wsvb && ip link set wsvb up'
+ping -c 2 -i 0.3 -W 5 10.77.0.2 >/dev/null && echo "@@vn ping ok"
+head -c $bytes /dev/urandom > /tmp/vn.a
+(sleep 60 | nsenter -t $ns -n nc -l -p 5001 > /tmp/vn.b) &
+sleep 0.3
+t0=$(cut -d' ' -f1 /proc/uptime)
+nc 10.77.0.2 5001 < /tmp/vn.a
+n=0
+while ! cmp -s /tmp/vn.a /tmp/vn.b && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+echo "@@vn tcp out seconds $t0 $(cut -d' ' -f1 /proc/uptime)"
+(sleep 60 | nc -l -p 5002 > /tmp/vn.c) &
+sleep 0.3
+t0=$(cut -d' ' -f1 /proc/uptime)
+nsenter -t $ns -n nc 10.77.0.1 5002 < /tmp/vn.a
+n=0
+while ! cmp -s /tmp/vn.a /tmp/vn.c && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+echo "@@vn tcp in seconds $t0 $(cut -d' ' -f1 /proc/uptime)"
+cmp -s /tmp/vn.a /tmp/vn.b && echo "@@vn tcp out ok"
+cmp -s /tmp/vn.a /tmp/vn.c && echo "@@vn tcp in ok"
+kill -INT $tp
+wait $tp
+rc=$?
+kill $ns 2>/dev/null
+[ "$kind" = ours ] && echo "@@json $(tr -d '\n' < /tmp/vn.json)"
+cat /tmp/vn.log
+exit $rc
+"""
+VHOST_NET_TXONLY = r"""# usage: vhost_net_txonly ours|dpdk vhost-net|tap SECONDS: txonly 64 B into one tap (up)
+kind=$1; backend=$2; secs=$3
+if [ "$backend" = tap ]; then d0="net_tap0,iface=wsva"; else d0="net_virtio_user0,path=/dev/vhost-net,iface=wsva"; fi
+app="--forward-mode=txonly --auto-start --total-num-mbufs=8192 --stats-period=1"
+if [ "$kind" = ours ]; then
+  wirespeed-testpmd -l 0-1 -n 4 --file-prefix=vn --no-pci --vdev "$d0" -- $app --duration=$secs >/tmp/vt.log 2>&1 &
+else
+  timeout -s INT $((secs + 3)) dpdk-testpmd -l 0-1 -n 4 --file-prefix=dp $DPDK_PLUGINS --no-pci --vdev "$d0" -- \
+    $app >/tmp/vt.log 2>&1 &
+fi
+tp=$!
+n=0
+while [ ! -e /sys/class/net/wsva ] && [ $n -lt 300 ]; do sleep 0.05; n=$((n + 1)); done
+ip link set wsva up
+wait $tp
+rc=$?
+cat /tmp/vt.log
+exit $rc
+"""
+VHOST_NET_RATES = {}  # "tcp_<backend>" / "txonly_<backend>" -> kind -> [per round]
+
+
+class PciGuestVhostNet(unittest.TestCase):
+    """virtio_user over the guest kernel's vhost-net (see VHOST_NET_SCRIPT), in the one guest."""
+
+    def setUp(self):
+        need_guest(self)
+
+    def exception_path(self, queues):
+        rc, out = PciGuest.guest.run("sh /ws/vhost_net_path {}".format(queues), timeout=150, check=False)
+        testpmd_harness.assert_no_crash(self, out, "vhost-net")
+        self.assertEqual(rc, 0, out[-4000:])
+        # IFF_TAP|IFF_NO_PI|IFF_VNET_HDR, and IFF_MULTI_QUEUE with two queue pairs.
+        flags = 0x5002 | (0x100 if queues > 1 else 0)
+        self.assertIn("@@vn tun_flags {0:#06x} {0:#06x}".format(flags), out, out[-4000:])
+        for line in ("@@vn ping ok", "@@vn tcp out ok", "@@vn tcp in ok"):
+            self.assertIn(line, out, out[-4000:])
+        self.assertIn("vhost-net on tap wsva", out)
+        run = Run("ours", out)
+        self.assertIsNotNone(run.summary, out[-3000:])
+        self.assertTrue(run.summary["pool_audit_ok"], out[-2000:])
+        self.assertTrue(run.summary["accounting_exact"], json.dumps(run.summary["totals"]))
+        ports = run.summary["ports"]
+        self.assertEqual([p["driver"] for p in ports], ["net_virtio_user"] * 2)
+        for p in ports:
+            self.assertEqual(p["rx_errors"] + p["tx_errors"], 0, json.dumps(ports))
+        # GSO crossed: each port received frames beyond 1518 bytes (--display-xstats, cumulative).
+        big = [0, 0]
+        for port, block in re.findall(r"NIC statistics for port (\d+) *#+\n(.*?)#####", out, re.S):
+            total = sum(int(v) for v in re.findall(r"rx_q\d_size_1519_max_packets\s+(\d+)", block))
+            big[int(port)] = max(big[int(port)], total)
+        self.assertTrue(all(b > 0 for b in big), big)
+
+    def test_vhost_net_exception_path(self):
+        """Ping and TCP both ways between two guest taps through our io forwarding, one pair."""
+        self.exception_path(1)
+
+    def test_vhost_net_exception_path_two_queues(self):
+        """The same with two queue pairs: one vhost-net fd per pair, a multi-queue tap."""
+        self.exception_path(2)
+
+    def tcp_rates(self, kind, backend, offloads, megabytes=4):
+        """One run of VHOST_NET_SCRIPT with `megabytes` each way: the Mbit/s of each transfer.
+        DPDK's runs without the tap's offloads: with its RX checksum and LRO offloads asked for
+        (--rx-offloads=0x1c), ping passed but no TCP connection opened through its io
+        forwarding. Ours runs without them (as DPDK's) and with csum=1,tso=1."""
+        plugins = " ".join("-d " + os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS + VHOST_NET_DPDK_PLUGINS)
+        rc, out = PciGuest.guest.run("DPDK_PLUGINS='{}' OFFLOADS={} sh /ws/vhost_net_path 1 {} {} {}".format(
+            plugins, int(offloads), kind, backend, megabytes * 1000000), timeout=300, check=False)
+        testpmd_harness.assert_no_crash(self, out, kind)
+        self.assertIn("@@vn tcp out ok", out, out[-4000:])
+        self.assertIn("@@vn tcp in ok", out, out[-4000:])
+        rates = {}
+        for way, t0, t1 in re.findall(r"@@vn tcp (out|in) seconds (\S+) (\S+)", out):
+            rates[way] = round(megabytes * 8 / max(float(t1) - float(t0), 0.01), 1)
+        return rates
+
+    if WITH_DPDK:  # bench/vhost_net_guest: rates of ours and DPDK's, alternating in one guest
+        def test_vhost_net_tcp_rates(self):
+            """TCP through io forwarding between two exception ports, ours and DPDK's, vhost-net
+            and net_tap, alternating; Mbit/s of each direction (TCG: ratios only)."""
+            rounds = int(os.environ.get("WS_VHOST_NET_ROUNDS", "3"))
+            for _ in range(rounds):
+                for kind in ("dpdk", "ours"):
+                    for backend in ("vhost-net", "tap"):
+                        r = self.tcp_rates(kind, backend, False)
+                        VHOST_NET_RATES.setdefault("tcp_" + backend, {}).setdefault(kind, []).append(r)
+                r = self.tcp_rates("ours", "vhost-net", True)
+                VHOST_NET_RATES.setdefault("tcp_vhost-net_offloads", {}).setdefault("ours", []).append(r)
+
+        def test_vhost_net_txonly_rates(self):
+            """txonly 64 B into a tap that is up, ours and DPDK's, vhost-net and net_tap,
+            alternating; the median Tx-pps (TCG: ratios only)."""
+            plugins = " ".join("-d " + os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS + VHOST_NET_DPDK_PLUGINS)
+            for _ in range(int(os.environ.get("WS_VHOST_NET_ROUNDS", "3"))):
+                for kind in ("dpdk", "ours"):
+                    for backend in ("vhost-net", "tap"):
+                        rc, out = PciGuest.guest.run("DPDK_PLUGINS='{}' sh /ws/vhost_net_txonly {} {} 6".format(
+                            plugins, kind, backend), timeout=120, check=False)
+                        testpmd_harness.assert_no_crash(self, out, kind)
+                        # Periods before the first packet are start-up (the tap coming up).
+                        periods = [p for p in Run(kind, out).periods("Tx-pps") if p > 0]
+                        self.assertTrue(periods, out[-3000:])
+                        mpps = statistics.median(periods[1:-1] if len(periods) > 3 else periods) / 1e6
+                        VHOST_NET_RATES.setdefault("txonly_" + backend, {}).setdefault(kind, []).append(mpps)
+
+
 def _add_scenarios():
     for name in [n for n in dir(PciGuest) if n.startswith("scenario_")]:
         scenario = name[len("scenario_"):]
@@ -661,6 +835,10 @@ def setUpModule():
 def tearDownModule():
     """One guest served every test: it goes now, then the rates of both are printed."""
     PciGuest._stop_guest()
+    if VHOST_NET_RATES:  # bench/vhost_net_guest reads them
+        sys.stderr.write("\nvhost-net rates: " + json.dumps(VHOST_NET_RATES) + "\n")
+        with open(os.path.join(WORK, "vhost_net_rates.json"), "w") as f:
+            json.dump(VHOST_NET_RATES, f, indent=1)
     if os.environ.get("WS_VM_KEEP"):
         sys.stderr.write("\nconsole and captures kept in {}\n".format(PciGuest.tmp))
     else:

@@ -21,6 +21,8 @@ UIO_MODULES = ["uio", "uio_pci_generic"]
 # VFIO, for a userspace driver behind the IOMMU (a guest booted with an IOMMU, qemu.Guest(iommu=True)):
 # insmod knows no soft dependencies, so vfio_iommu_type1 (which vfio only soft-depends on) is named.
 VFIO_MODULES = ["vfio", "vfio_iommu_type1", "vfio-pci"]
+# The kernel's vhost-net and the tap it serves (vhost, vhost_iotlb, tun, tap come with it).
+VHOST_NET_MODULES = ["vhost_net"]
 
 LINK = -1  # Image contents: a symbolic link to the path given as data
 

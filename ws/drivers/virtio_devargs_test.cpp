@@ -87,12 +87,14 @@ TEST_F(VirtioDevArgsTest, WhatWeCannotHonourIsRefusedSayingWhy) {
            Case{"net_virtio_user0,path={sock},speed=1000",
                 "key 'speed' value 1000: expected a link speed in Mbps that DPDK accepts"},
            Case{"net_virtio_user0,path={sock},iface=tap0",
-                "key 'iface' value 'tap0': a vhost-kernel tap name, and this driver speaks vhost-user only"},
-           Case{"net_virtio_user0,path=/dev/null", "key 'path' value '/dev/null' is a character device"},
+                "key 'iface' value 'tap0' names a vhost-net tap, and path '{sock}' is missing; expected path= the "
+                "kernel's vhost-net character device"},
+           Case{"net_virtio_user0,path=/dev/null",
+                "key 'path' value '/dev/null' is a character device that is not vhost-net"},
            Case{"net_virtio_user0,path={sock},cq=2", "key 'cq' has value '2', expected 0 or 1"},
        }) {
     const std::string e = create_error(dev(c.device));
-    EXPECT_NE(e.find(c.expected), std::string::npos) << c.device << "\n  " << e;
+    EXPECT_NE(e.find(dev(c.expected)), std::string::npos) << c.device << "\n  " << e;
   }
 }
 

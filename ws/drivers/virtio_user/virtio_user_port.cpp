@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // virtio_user port: a virtio-net driver port (ws/virtio/net/port.hpp) whose transport is the
 // vhost-user frontend (ws/virtio/vhost_user/frontend.hpp), with its device keys and, in server mode,
-// the thread that serves a backend that went away and came back.
+// the thread that serves a backend that went away and came back; or, with path= the kernel's
+// vhost-net, the vhost-net transport (ws/virtio/transport/vhost_net.hpp) and a tap.
 #include "ws/drivers/virtio_user/virtio_user_port.hpp"
 
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/net/keys.hpp"
 #include "ws/virtio/net/port.hpp"
+#include "ws/virtio/transport/vhost_net.hpp"
 #include "ws/virtio/vhost_user/frontend.hpp"
 
 namespace ws {
@@ -26,7 +28,8 @@ using virtio::has;
 namespace feature = virtio::feature;
 
 constexpr std::array virtio_user_params = {
-    ParamSpec{"path", "path", "", "vhost-user socket path (required)"},
+    ParamSpec{"path", "path", "",
+              "vhost-user socket path, or the kernel's vhost-net character device (/dev/vhost-net) (required)"},
     ParamSpec{"queues", "uint", "1", "queue pairs, 1..8"},
     ParamSpec{"queue_size", "uint", "256", "descriptors per ring (split: a power of two), 32..4096"},
     virtio::keys::packed_vq_off,
@@ -46,14 +49,15 @@ constexpr std::array virtio_user_params = {
               "pairs; we enable every pair directly (SET_VRING_ENABLE), so queues>1 works with cq=0 too"},
     virtio::keys::speed,
     virtio::keys::vectorized,
-    ParamSpec{"iface", "string", "",
-              "refused: DPDK's vhost-kernel tap name; this driver speaks vhost-user only (path= a unix socket)"},
+    ParamSpec{"iface", "string", "tap%d",
+              "with path= the kernel's vhost-net (/dev/vhost-net): the tap's name, %d filled in by the kernel"},
 };
 
 constexpr std::array<std::string_view, 1> virtio_user_aliases = {"virtio_user"};  // DPDK's RTE_PMD_REGISTER_ALIAS
 
 struct Options : virtio::DriverKeys {
   std::string path;
+  std::string iface;  // vhost-net: the tap's name
   std::uint16_t queues = 1;
   std::uint32_t queue_size = 256;
   bool server = false;
@@ -162,6 +166,90 @@ void VirtioUserPort::monitor() {
   }
 }
 
+// virtio_user over the kernel's vhost-net: the same driver port, the third transport. The
+// kernel thread of each queue pair's vhost-net fd moves packets between our rings and a tap
+// (DPDK's "exception path"); it reads our memory by virtual address, as a vhost-user backend
+// does, and the lcores kick it through eventfds of ours (VhostNetHotPath).
+class VhostNetPort final : public virtio::VirtioNetPort<virtio::VhostNetHotPath> {
+ public:
+  VhostNetPort(std::string name, const Options& o, Arena& arena, std::unique_ptr<virtio::VhostNetTransport> t)
+      : VirtioNetPort(std::move(name), "net_virtio_user", arena, o.queues, o.queue_size),
+        speed_(o.speed_mbps),
+        kernel_(std::move(t)) {
+    mac_ = o.mac;
+    keep_num_buffers_ = o.keep_num_buffers;
+    features_ = kernel_->features();
+    log(LogLevel::info, "{}: vhost-net on tap {}", this->name(), kernel_->iface());
+  }
+  LinkStatus link() const override { return {started() && rings_healthy(), speed_, true}; }
+
+ protected:
+  Result<void> start_device() override {
+    const std::vector<virtio::QueueCommon*> queues = ring_queues();
+    std::vector<virtio::RingArea> areas;
+    for (std::size_t r = 0; r < queues.size(); ++r) areas.push_back(rings_[r]->area);
+    return kernel_->setup_device(arena_, queues, areas);
+  }
+  void stop_device() override { kernel_->stop_device(); }
+  std::uint64_t dma_addr(const void* p) const override { return reinterpret_cast<std::uint64_t>(p); }
+
+ private:
+  std::uint32_t speed_;
+  std::unique_ptr<virtio::VhostNetTransport> kernel_;
+};
+
+// The keys both transports take, checked; `o.path` is set and names the backend.
+Result<void> parse_common(const DevArgs& args, Options& o) {
+  auto queues = args.get_uint("queues", 1, 1, 8);
+  if (!queues) return std::unexpected(queues.error());
+  auto size = args.get_uint("queue_size", 256, 32, 4096);
+  if (!size) return std::unexpected(size.error());
+  auto shared = virtio::parse_driver_keys(args, false);
+  if (!shared) return std::unexpected(shared.error());
+  static_cast<virtio::DriverKeys&>(o) = *shared;
+  auto server = args.get_bool("server", false);
+  auto cq = args.get_bool("cq", false);  // see the param help: nothing to do
+  auto keep_num_buffers = args.get_bool("keep_num_buffers", false);
+  for (const auto* b : {&server, &cq, &keep_num_buffers})
+    if (!*b) return std::unexpected(b->error());
+  if (auto text = args.get("mac")) {
+    auto mac = MacAddress::parse(*text);
+    if (!mac)
+      return fail("device '{}': key 'mac' value '{}': expected six hex bytes xx:xx:xx:xx:xx:xx ({})", args.name(),
+                  *text, mac.error().message);
+    o.mac = *mac;
+  }
+  if (!o.packed && !std::has_single_bit(*size))
+    return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), *size);
+  o.queues = static_cast<std::uint16_t>(*queues);
+  o.queue_size = static_cast<std::uint32_t>(*size);
+  o.server = *server;
+  o.keep_num_buffers = *keep_num_buffers;
+  return {};
+}
+
+// path= the kernel's vhost-net: a tap named by iface=, split rings only (vhost-net has no
+// packed ones: packed_vq=1 falls back to split, as with a vhost-user backend that lacks them),
+// no server mode (the kernel is always there).
+Result<std::unique_ptr<Port>> create_vhost_net(const DevArgs& args, Options o, Arena& arena) {
+  if (o.server)
+    return fail(
+        "device '{}': key 'server' value 1: path '{}' is the kernel's vhost-net, which does not connect; "
+        "expected server=0",
+        args.name(), o.path);
+  if (!std::has_single_bit(o.queue_size))
+    return fail("device '{}': key 'queue_size' value {}: vhost-net runs split rings, which need a power of two",
+                args.name(), o.queue_size);
+  o.iface = args.get_string("iface", "tap%d");
+  if (o.iface.empty() || o.iface.size() >= 16)
+    return fail("device '{}': key 'iface' value '{}': expected an interface name of 1 to 15 characters", args.name(),
+                o.iface);
+  auto wanted = wanted_features(o);
+  auto t = virtio::VhostNetTransport::open({args.name(), o.path, o.iface, o.queues, o.queue_size, wanted});
+  if (!t) return std::unexpected(t.error());
+  return std::make_unique<VhostNetPort>(args.name(), o, arena, std::move(*t));
+}
+
 class VirtioUserDriver final : public Driver {
  public:
   std::string_view name() const override { return "net_virtio_user"; }
@@ -171,43 +259,22 @@ class VirtioUserDriver final : public Driver {
     Options o;
     o.path = args.get_string("path", "");
     if (o.path.empty())
-      return fail("device '{}': key 'path' is required (the vhost-user socket, e.g. path=/tmp/vhost0)", args.name());
-    auto queues = args.get_uint("queues", 1, 1, 8);
-    if (!queues) return std::unexpected(queues.error());
-    auto size = args.get_uint("queue_size", 256, 32, 4096);
-    if (!size) return std::unexpected(size.error());
-    auto shared = virtio::parse_driver_keys(args, false);
-    if (!shared) return std::unexpected(shared.error());
-    static_cast<virtio::DriverKeys&>(o) = *shared;
-    auto server = args.get_bool("server", false);
-    auto cq = args.get_bool("cq", false);  // see the param help: nothing to do
-    auto keep_num_buffers = args.get_bool("keep_num_buffers", false);
-    for (const auto* b : {&server, &cq, &keep_num_buffers})
-      if (!*b) return std::unexpected(b->error());
-    if (auto iface = args.get("iface"))
+      return fail("device '{}': key 'path' is required (a vhost-user socket, e.g. path=/tmp/vhost0, or /dev/vhost-net)",
+                  args.name());
+    if (auto ok = parse_common(args, o); !ok) return std::unexpected(ok.error());
+    const virtio::VhostPathKind kind = virtio::classify_vhost_path(o.path);
+    if (kind.other_chr)
       return fail(
-          "device '{}': key 'iface' value '{}': a vhost-kernel tap name, and this driver speaks vhost-user "
-          "only; give path=<vhost-user unix socket> without iface",
-          args.name(), *iface);
-    if (struct stat st{}; ::stat(o.path.c_str(), &st) == 0 && S_ISCHR(st.st_mode))
-      return fail(
-          "device '{}': key 'path' value '{}' is a character device (vhost-kernel or vhost-vdpa), and this "
-          "driver speaks vhost-user only; expected a unix socket",
+          "device '{}': key 'path' value '{}' is a character device that is not vhost-net (vhost-vdpa?); expected a "
+          "vhost-user unix socket or the kernel's vhost-net (/dev/vhost-net, misc 10:238)",
           args.name(), o.path);
-    if (auto text = args.get("mac")) {
-      auto mac = MacAddress::parse(*text);
-      if (!mac)
-        return fail("device '{}': key 'mac' value '{}': expected six hex bytes xx:xx:xx:xx:xx:xx ({})", args.name(),
-                    *text, mac.error().message);
-      o.mac = *mac;
-    }
-    if (!o.packed && !std::has_single_bit(*size))
-      return fail("device '{}': key 'queue_size' value {}: split rings need a power of two", args.name(), *size);
+    if (auto iface = args.get("iface"); iface && !kind.vhost_net)
+      return fail(
+          "device '{}': key 'iface' value '{}' names a vhost-net tap, and path '{}' is {}; expected path= the "
+          "kernel's vhost-net character device (/dev/vhost-net)",
+          args.name(), *iface, o.path, kind.exists ? "not a character device" : "missing");
     if (env.arena == nullptr) return fail("device '{}': needs the application's shared arena", args.name());
-    o.queues = static_cast<std::uint16_t>(*queues);
-    o.queue_size = static_cast<std::uint32_t>(*size);
-    o.server = *server;
-    o.keep_num_buffers = *keep_num_buffers;
+    if (kind.vhost_net) return create_vhost_net(args, std::move(o), *env.arena);
     auto port = std::make_unique<VirtioUserPort>(args.name(), std::move(o), *env.arena);
     if (auto ok = port->connect(); !ok) return std::unexpected(ok.error());
     return port;

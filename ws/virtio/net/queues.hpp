@@ -57,6 +57,7 @@ class Notifier;
 struct NotifyTarget {
   Notifier* notifier = nullptr;                // vhost-user: the thread that writes the kick fds
   volatile std::uint16_t* doorbell = nullptr;  // PCI: the queue's notify register
+  int kick_fd = -1;                            // vhost-net: our own kick eventfd, written by the lcore
 };
 
 // Control-path view of a queue, whatever its variant.
