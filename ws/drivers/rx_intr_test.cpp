@@ -143,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(Rings, RxInterrupts, ::testing::Values(",packed_vq=0", 
 
 class NoRxInterrupts : public ws::testing::PortFixture {};
 
-TEST_F(NoRxInterrupts, NullRingAndPcapPortsRefuseNamingThePort) {
+TEST_F(NoRxInterrupts, NullAndRingPortsRefuseNamingThePort) {
   PktmbufPool::Options o;
   o.name = "none";
   o.count = 512;
