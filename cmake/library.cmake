@@ -111,4 +111,4 @@ foreach(readme IN LISTS ws_driver_readmes)
 endforeach()
 # The examples as a user builds them (each directory a standalone project), not this tree's glue.
 install(FILES examples/README.md DESTINATION ${ws_docdir}/examples COMPONENT doc)
-install(DIRECTORY examples/l2fwd examples/l3fwd DESTINATION ${ws_docdir}/examples COMPONENT doc)
+install(DIRECTORY examples/l2fwd examples/l3fwd examples/l3fwd-power DESTINATION ${ws_docdir}/examples COMPONENT doc)

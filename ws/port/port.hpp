@@ -271,14 +271,16 @@ class Port {
 
   // ---- interrupts (DPDK's rte_eth_dev_rx_intr_* and link-state events) ----
   /// The fd that becomes readable when RX queue `queue` (< configured rx_queues) may hold
-  /// packets, while its interrupt is enabled. The caller waits on it (epoll) and drains it
-  /// before enabling again. Ports with no fd to wait on (net_null, net_ring, net_pcap) refuse,
-  /// naming the port and the reason.
+  /// packets, while its interrupt is enabled. The caller waits on it (epoll) and never reads it:
+  /// rx_intr_disable drains it. Valid while the port exists (a peer that reconnects does not
+  /// change it). Ports with no fd to wait on (net_null, net_ring, net_pcap) refuse, naming the
+  /// port and the reason.
   Result<int> rx_intr_fd(std::uint16_t queue);
-  /// Arms RX queue `queue`'s interrupt: its fd fires on the next packet. Called by the lcore
-  /// that polls the queue, between bursts, as DPDK's rte_eth_dev_rx_intr_enable.
+  /// Arms RX queue `queue`'s interrupt: its fd fires on the next packet, or at once when packets
+  /// came before the arming (none is waited for). Called by the lcore that polls the queue,
+  /// between bursts, as DPDK's rte_eth_dev_rx_intr_enable.
   Result<void> rx_intr_enable(std::uint16_t queue);
-  /// Disarms RX queue `queue`'s interrupt (the lcore polls again).
+  /// Disarms RX queue `queue`'s interrupt (the lcore polls again) and drains its fd.
   Result<void> rx_intr_disable(std::uint16_t queue);
   /// An fd that becomes readable when the link state may have changed (link() tells the new
   /// state). Ports whose link never changes on its own refuse.

@@ -128,7 +128,23 @@ class AfPacketPort final : public Port {
     return out;
   }
 
+ protected:
+  // RX interrupts: the queue's RX socket, readable while a block of its ring is ours (the kernel
+  // hands a partly filled block over after rx_block_timeout_ms). Level-triggered and the socket
+  // is ours alone: there is nothing to arm, disarm or drain.
+  Result<int> do_rx_intr_fd(std::uint16_t queue) override {
+    if (queue >= rx_sock_.size() || rx_sock_[queue].fd < 0)
+      return fail("device '{}': RX queue {} was not set up", name(), queue);
+    return rx_sock_[queue].fd;
+  }
+  Result<void> do_rx_intr_enable(std::uint16_t queue) override { return intr_fd_ok(queue); }
+  Result<void> do_rx_intr_disable(std::uint16_t queue) override { return intr_fd_ok(queue); }
+
  private:
+  Result<void> intr_fd_ok(std::uint16_t queue) {
+    if (auto fd = do_rx_intr_fd(queue); !fd) return std::unexpected(fd.error());
+    return {};
+  }
   Result<void> open_socket(Socket& s, bool rx, std::uint16_t queue);
   Result<void> set_flags(int flag, bool on);
   Result<void> apply_promiscuous(bool on);

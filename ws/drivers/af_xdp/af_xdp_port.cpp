@@ -157,6 +157,23 @@ class AfXdpPort final : public Port {
     return {};
   }
 
+ protected:
+  // RX interrupts: the queue's XSK socket, readable while its RX ring holds frames. Polling it
+  // wakes the kernel when the fill ring needs a wakeup (need_wakeup), and rx_burst refills the
+  // fill ring as it takes frames, so a sleeping lcore misses nothing. Level-triggered and ours
+  // alone: nothing to arm, disarm or drain.
+  Result<int> do_rx_intr_fd(std::uint16_t queue) override {
+    if (queue >= rxq_.size() || rxq_[queue]->fd < 0)
+      return fail("device '{}': RX queue {} was not set up", name(), queue);
+    return rxq_[queue]->fd;
+  }
+  Result<void> do_rx_intr_enable(std::uint16_t queue) override {
+    if (auto fd = do_rx_intr_fd(queue); !fd) return std::unexpected(fd.error());
+    return {};
+  }
+  Result<void> do_rx_intr_disable(std::uint16_t queue) override { return do_rx_intr_enable(queue); }
+
+ public:
   PortStats read_stats() const override {
     PortStats s = sum_queues(rxq_, txq_);
     for (const auto& k : socks_) s.imissed += socket_stats(k).rx_dropped;

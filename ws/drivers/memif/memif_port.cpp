@@ -23,6 +23,7 @@
 #include "ws/core/log.hpp"
 #include "ws/drivers/memif/memif_rxtx.hpp"
 #include "ws/drivers/memif/memif_socket.hpp"
+#include "ws/port/intr_fd.hpp"
 #include "ws/virtio/vhost_user/mapping_guard.hpp"
 #include "ws/virtio/vhost_user/peer_fd.hpp"
 
@@ -103,6 +104,9 @@ class MemifPort final : public Port {
 
   Result<void> open() {
     if (auto ok = reaper_.start(name()); !ok) return ok;
+    auto notifier = virtio::Notifier::create(name(), port_max_queues);
+    if (!notifier) return std::unexpected(notifier.error());
+    notifier_ = std::move(*notifier);
     if constexpr (Server) {
       auto fd = memif::listen_socket(o_.socket);
       if (!fd) return with_context(fd.error(), fmt::format("device '{}': key 'socket'", name()));
@@ -121,7 +125,16 @@ class MemifPort final : public Port {
     rxq_.clear();
     txq_.clear();
     for (std::uint16_t q = 0; q < c.rx_queues; ++q) rxq_.push_back(std::make_unique<MemifRx<Server>>());
-    for (std::uint16_t q = 0; q < c.tx_queues; ++q) txq_.push_back(std::make_unique<MemifTx<Server>>());
+    for (std::uint16_t q = 0; q < c.tx_queues; ++q) {
+      txq_.push_back(std::make_unique<MemifTx<Server>>());
+      txq_.back()->notifier = notifier_.get();
+      txq_.back()->notify_slot = q;
+    }
+    while (intr_.size() < c.rx_queues) {
+      auto f = std::make_unique<IntrFd>();
+      if (auto ok = f->open(fmt::format("device '{}': RX queue {} interrupt", name(), intr_.size())); !ok) return ok;
+      intr_.push_back(std::move(f));
+    }
     return {};
   }
   Result<void> setup_rx_queue(std::uint16_t q, const RxQueueConfig& c) override {
@@ -150,6 +163,21 @@ class MemifPort final : public Port {
     return {};
   }
   void do_stop() override { stop_thread(); }
+
+  // RX interrupts, as DPDK's net_memif: RX queue q's interrupt is its ring's eventfd, which the
+  // peer writes after filling slots while the ring's MEMIF_RING_FLAG_MASK_INT is clear. The
+  // eventfd is the client's, shared with the peer, and new on each connection: the application
+  // gets an IntrFd of ours holding the current one (intr_fd.hpp).
+  Result<int> do_rx_intr_fd(std::uint16_t q) override { return intr_[q]->fd(); }
+  Result<void> do_rx_intr_enable(std::uint16_t q) override {
+    if (rxq_[q]->set_interrupt(true)) intr_[q]->signal();  // filled before the peer saw the flag
+    return {};
+  }
+  Result<void> do_rx_intr_disable(std::uint16_t q) override {
+    (void)rxq_[q]->set_interrupt(false);
+    intr_[q]->drain();
+    return {};
+  }
   PortStats read_stats() const override { return sum_queues(rxq_, txq_); }
   std::vector<XStat> xstats() const override;
   LinkStatus link() const override { return {started() && up_.load(std::memory_order_acquire), 100000, true}; }
@@ -179,6 +207,8 @@ class MemifPort final : public Port {
   Result<void> attach_rings();
   void attach(MemifRing& ring, std::byte* base, std::uint8_t log2, bool s2c, std::uint16_t index);
   bool teardown();  // whether the link was up
+  int ring_fd(bool s2c, std::uint16_t index) const;
+  Result<void> attach_interrupts();
   std::string broken_rings() const;
 
   MemifOptions o_;
@@ -194,7 +224,9 @@ class MemifPort final : public Port {
   std::optional<memif::ClientSession> client_;
   std::vector<MappedRegion> mapped_;
   std::vector<Region> regions_;  // what the server's rings translate descriptors with
-  std::vector<int> ring_fds_;    // client: each ring's eventfd (C2S rings first)
+  std::vector<int> ring_fds_;    // each ring's eventfd, C2S rings first (server: the client's, as ADD_RING sent them)
+  std::unique_ptr<virtio::Notifier> notifier_;  // writes the peer's eventfds of our TX rings (made in open())
+  std::vector<std::unique_ptr<IntrFd>> intr_;   // per RX queue, from configure()
   // What a peer can make us log, rate-limited: connections and refusals, and broken rings apart
   // (a flood of the first must not hide the second).
   LogBudget log_{name() + " (connections)"};
@@ -248,6 +280,7 @@ void MemifPort<Server>::serve_connection(int conn) {
   const auto qs = static_cast<std::uint16_t>(Server ? txq_.size() : rxq_.size());  // S2C rings
   if constexpr (Server) {
     server_.emplace(memif::ServerSession::Config{o_.id, o_.secret, qc, qs, name()});
+    ring_fds_.assign(2u * port_max_queues, -1);  // ADD_RING fills them in
     if (auto ok = memif::send(conn, server_->hello()); !ok) return;
   } else {
     client_.emplace(memif::ClientSession::Config{o_.id, o_.secret, qc, qs, o_.log2_ring_size, o_.buffer_bytes, name()});
@@ -332,6 +365,7 @@ Result<bool> MemifPort<Server>::handle(int conn, const memif::Received& r) {
   }
   if (step->connected) {
     if (auto ok = attach_rings(); !ok) return std::unexpected(ok.error());
+    if (auto ok = attach_interrupts(); !ok) return std::unexpected(ok.error());
     connections_.add(1);
     up_.store(true, std::memory_order_release);
     log_.log(LogLevel::notice, "{}: connected to '{}' on {}", name(),
@@ -340,9 +374,9 @@ Result<bool> MemifPort<Server>::handle(int conn, const memif::Received& r) {
   return true;
 }
 
-// Server: maps a region the client added (its fd checked and bounded first) and drops a ring's
-// eventfd (polling mode: we never wait on it nor signal it). Client: after HELLO, creates the
-// region and the rings' eventfds the next messages carry.
+// Server: maps a region the client added (its fd checked and bounded first) and keeps a ring's
+// eventfd (checked: an eventfd) for interrupts. Client: after HELLO, creates the region and the
+// rings' eventfds the next messages carry.
 template <bool Server>
 Result<void> MemifPort<Server>::take_fd(const Message& m, int fd) {
   if constexpr (!Server) {
@@ -350,8 +384,14 @@ Result<void> MemifPort<Server>::take_fd(const Message& m, int fd) {
   } else {
     if (m.type == MsgType::add_ring) {
       auto ok = virtio::expect_eventfd(fd);
-      reaper_.close(fd);
-      if (!ok) return with_context(ok.error(), fmt::format("ADD_RING {}", +m.add_ring.index));
+      const bool c2s = (m.add_ring.flags & memif::add_ring_flag_c2s) != 0;
+      const std::size_t at = (c2s ? 0u : port_max_queues) + m.add_ring.index;
+      if (!ok || m.add_ring.index >= port_max_queues || ring_fds_[at] >= 0) {
+        reaper_.close(fd);
+        if (!ok) return with_context(ok.error(), fmt::format("ADD_RING {}", +m.add_ring.index));
+        return fail("ADD_RING {}: the ring was added before", +m.add_ring.index);
+      }
+      ring_fds_[at] = fd;
       return {};
     }
     if (m.type != MsgType::add_region) return {};
@@ -429,6 +469,38 @@ void MemifPort<Server>::attach(MemifRing& ring, std::byte* base, std::uint8_t lo
   ring.gate.open();  // release: everything above before an lcore enters
 }
 
+// Ring `s2c` `index`'s eventfd, or -1.
+template <bool Server>
+int MemifPort<Server>::ring_fd(bool s2c, std::uint16_t index) const {
+  std::size_t at = index;
+  if constexpr (Server) {
+    at += s2c ? port_max_queues : 0u;
+  } else {
+    const memif::Layout& l = client_->layout();
+    if (index >= (s2c ? l.s2c : l.c2s)) return -1;  // the server took fewer rings
+    at += s2c ? l.c2s : 0u;
+  }
+  return at < ring_fds_.size() ? ring_fds_[at] : -1;
+}
+
+// After attach_rings: each RX ring's eventfd into its queue's IntrFd, each TX ring's into the
+// notifier. An RX queue whose application sleeps gets its ring unmasked and its fd fired, so
+// that it polls the new ring once.
+template <bool Server>
+Result<void> MemifPort<Server>::attach_interrupts() {
+  for (std::uint16_t q = 0; q < rxq_.size(); ++q) {
+    if (auto ok = intr_[q]->watch(ring_fd(Server == false, q)); !ok) return ok;
+    MemifRx<Server>& rx = *rxq_[q];
+    if (rx.armed.load(std::memory_order_relaxed) && ring_fd(Server == false, q) >= 0) {
+      std::atomic_ref<std::uint16_t>(rx.ring.header->flags).store(0, std::memory_order_relaxed);
+      intr_[q]->signal();
+    }
+  }
+  for (std::uint16_t q = 0; q < txq_.size(); ++q)
+    if (auto ok = notifier_->set_fd(q, ring_fd(Server == true, q)); !ok) return ok;
+  return {};
+}
+
 template <bool Server>
 Result<void> MemifPort<Server>::attach_rings() {
   for (const MappedRegion& m : mapped_) regions_.push_back({m.base, m.size});
@@ -476,7 +548,16 @@ bool MemifPort<Server>::teardown() {
     if (r.base != nullptr) ::munmap(r.base, r.size);
     if (r.fd >= 0) ::close(r.fd);  // client: our own memfd
   }
-  for (const int fd : ring_fds_) ::close(fd);  // client: our own eventfds
+  for (auto& f : intr_) (void)f->watch(-1);  // before the eventfds close
+  for (std::uint32_t q = 0; q < txq_.size(); ++q) (void)notifier_->set_fd(q, -1);
+  for (const int fd : ring_fds_) {
+    if (fd < 0) continue;
+    if constexpr (Server) {
+      reaper_.close(fd);  // the client's
+    } else {
+      ::close(fd);  // our own
+    }
+  }
   mapped_.clear();
   regions_.clear();
   ring_fds_.clear();

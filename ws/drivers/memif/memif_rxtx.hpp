@@ -21,6 +21,7 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/drivers/memif/memif_proto.hpp"
 #include "ws/port/port.hpp"
+#include "ws/virtio/vhost_user/notifier.hpp"
 
 namespace ws::memif_pmd {
 
@@ -146,8 +147,28 @@ struct alignas(cache_line_bytes) MemifRx : QueueBase {
   PktmbufPool* pool = nullptr;
   std::uint16_t port = 0;
   RxQueueCounters counters;
+  // RX interrupts asked for (Port::rx_intr_enable): the ring's MASK_INT is clear, and a ring
+  // attached meanwhile starts so.
+  std::atomic<bool> armed{false};
 
   std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept;
+  // Polling lcore, between bursts: on clears MEMIF_RING_FLAG_MASK_INT, so that the peer writes
+  // the ring's eventfd when it fills slots, and returns whether slots were filled before the
+  // peer could see it (the caller must not wait then); off sets it again. A ring not attached
+  // has nothing to arm: attach() follows `armed`.
+  bool set_interrupt(bool on) noexcept {
+    armed.store(on, std::memory_order_relaxed);
+    if (!ring.enter()) return false;
+    std::atomic_ref<std::uint16_t>(ring.header->flags)
+        .store(on ? 0 : memif::ring_flag_mask_int, std::memory_order_relaxed);
+    bool pending = false;
+    if (on) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // the flag before the peer's index (see MemifTx)
+      pending = Server ? ring.load_peer_head() != ring.mine : ring.load_peer_tail() != ring.seen;
+    }
+    ring.gate.leave();
+    return pending;
+  }
 
  private:
   // The slots [from, to) the peer has filled, or -1 (ring broken) when its index jumped.
@@ -172,6 +193,10 @@ template <bool Server>
 struct alignas(cache_line_bytes) MemifTx : QueueBase {
   MemifRing ring;
   TxQueueCounters counters;
+  // The peer's interrupt: the ring's eventfd, written by the notifier's thread (the peer shares
+  // its open file description, see notifier.hpp) when the peer's MASK_INT is clear.
+  virtio::Notifier* notifier = nullptr;
+  std::uint32_t notify_slot = 0;
 
   std::uint16_t tx_burst(Mbuf** pkts, std::uint16_t n) noexcept;
 
@@ -397,6 +422,13 @@ std::uint16_t MemifTx<Server>::tx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
     ring.publish_tail(slot);
   } else {
     ring.publish_head(slot);
+  }
+  if (sent != 0) {
+    // The index before the peer's flag, as MemifRx::set_interrupt orders the flag before the
+    // index: one of the two sees the other's store, so a peer going to sleep is woken.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const std::uint16_t flags = std::atomic_ref<std::uint16_t>(ring.header->flags).load(std::memory_order_relaxed);
+    if (!(flags & memif::ring_flag_mask_int) && notifier != nullptr) notifier->signal(notify_slot);
   }
   ring.gate.leave();
   mbuf_free_bulk(std::span<Mbuf* const>(pkts, sent));

@@ -116,6 +116,18 @@ class TapPort final : public Port {
   void do_flow_unoffload(const FlowOffload& offload) override {
     tc_flows_.remove(static_cast<std::uint32_t>(offload.handle));
   }
+  // RX interrupts: the queue's TAP fd, readable while the kernel has a frame queued for it, as
+  // DPDK's tap PMD. Level-triggered and ours alone: nothing to arm, disarm or drain.
+  Result<int> do_rx_intr_fd(std::uint16_t queue) override {
+    if (queue >= fds_.size()) return fail("device '{}': RX queue {} was not configured", name(), queue);
+    return fds_[queue];
+  }
+  Result<void> do_rx_intr_enable(std::uint16_t queue) override { return intr_fd_ok(queue); }
+  Result<void> do_rx_intr_disable(std::uint16_t queue) override { return intr_fd_ok(queue); }
+  Result<void> intr_fd_ok(std::uint16_t queue) {
+    if (auto fd = do_rx_intr_fd(queue); !fd) return std::unexpected(fd.error());
+    return {};
+  }
 
  private:
   Result<int> open_queue(bool multi_queue) {

@@ -19,6 +19,7 @@
 
 #include "ws/core/log.hpp"
 #include "ws/drivers/vhost/vhost_ring.hpp"
+#include "ws/port/intr_fd.hpp"
 #include "ws/virtio/vhost_user/backend.hpp"
 
 namespace ws {
@@ -101,6 +102,8 @@ class VhostPort final : public Port, public virtio::RingListener {
       slots_[r].notifier = notifier_.get();
       slots_[r].ring = r;
     }
+    for (std::uint16_t q = 0; q < queues_; ++q)
+      if (auto ok = intr_[q].open(fmt::format("device '{}': RX queue {} interrupt", name(), q)); !ok) return ok;
     if (!client_) {
       auto fd = vu::listen_unix(iface_);
       if (!fd) return with_context(fd.error(), fmt::format("device '{}': key 'iface'", name()));
@@ -204,6 +207,7 @@ class VhostPort final : public Port, public virtio::RingListener {
         start_slot(s, backend_, r, fresh, {linear_, legacy_ol_, tx_offloads_.load(std::memory_order_relaxed)});
     republish(r);
     s.start();  // release: the engine and variant before an lcore enters
+    if (r % 2 == 1) rx_ring_started(r);
     // Once per ring start, in the connection's budget: a frontend can start rings as often as it
     // likes, and these lines must not crowd out a broken ring's.
     if (where.resynced())
@@ -215,6 +219,7 @@ class VhostPort final : public Port, public virtio::RingListener {
   std::uint16_t ring_stopped(std::uint32_t r) override {
     RingSlot& s = slots_[r];
     stop_slot(s);
+    if (r % 2 == 1) (void)intr_[r / 2].watch(-1);  // before the backend closes the kick fd
     republish(r);
     if (s.health.broken() && !s.broken_logged) {
       s.broken_logged = true;
@@ -234,7 +239,51 @@ class VhostPort final : public Port, public virtio::RingListener {
     }
   }
 
+ protected:
+  // RX interrupts: RX queue q's interrupt is the kick fd of the frontend's TX ring 2q+1, which the
+  // frontend writes when it makes buffers available while the ring asks for kicks
+  // (VRING_USED_F_NO_NOTIFY clear, or avail_event with EVENT_IDX; packed: the device event
+  // suppression). The kick fd is the frontend's (docs/vhost.md: epoll on it, never a read), and a
+  // new one comes with each SET_VRING_KICK, so the application gets an IntrFd of ours holding
+  // the current one (intr_fd.hpp): the fd stays valid across reconnections.
+  Result<int> do_rx_intr_fd(std::uint16_t q) override { return intr_[q].fd(); }
+  Result<void> do_rx_intr_enable(std::uint16_t q) override { return set_intr(q, true); }
+  Result<void> do_rx_intr_disable(std::uint16_t q) override { return set_intr(q, false); }
+
  private:
+  // The polling lcore, between bursts. A ring that is not running has nothing to arm:
+  // rx_ring_started arms it when it starts while armed_ says the application waits.
+  Result<void> set_intr(std::uint16_t q, bool on) {
+    RingSlot& s = slots_[2u * q + 1];
+    armed_[q].store(on, std::memory_order_seq_cst);  // before the gate's load: see rx_ring_started
+    bool pending = false;
+    if (s.gate.enter()) {
+      if (on)
+        pending = s.packed_ring ? s.packed.arm_kick() : s.split.arm_kick();
+      else if (s.packed_ring)
+        s.packed.disarm_kick();
+      else
+        s.split.disarm_kick();
+      s.gate.leave();
+    }
+    if (pending) intr_[q].signal();  // came before the request: the application must not wait for it
+    if (!on) intr_[q].drain();
+    return {};
+  }
+  // Control thread, ring r (the frontend's TX ring, our RX queue r/2) just started: its kick fd
+  // into the queue's IntrFd, and, if the application sleeps on it, the kick asked for again
+  // (start_slot suppressed it) and the fd fired so that it polls the ring once.
+  void rx_ring_started(std::uint32_t r) {
+    const std::uint16_t q = static_cast<std::uint16_t>(r / 2);
+    if (auto ok = intr_[q].watch(backend_.ring(r).kick_fd); !ok) log_.log(LogLevel::warning, "{}", ok.error().message);
+    if (!armed_[q].load(std::memory_order_seq_cst)) return;
+    RingSlot& s = slots_[r];
+    if (s.gate.enter()) {
+      (void)(s.packed_ring ? s.packed.arm_kick() : s.split.arm_kick());
+      s.gate.leave();
+    }
+    intr_[q].signal();
+  }
   // Ring r's function into the burst table of its queue: the frontend's TX ring 2q+1 is our RX
   // queue q, its RX ring 2q our TX queue q (nothing when the port is stopped or has no such queue).
   void republish(std::uint32_t r) {
@@ -272,6 +321,9 @@ class VhostPort final : public Port, public virtio::RingListener {
   Counter memory_lost_;  // connections closed because the frontend shrank its memory
   std::vector<std::unique_ptr<RxQ>> rxq_;
   std::vector<std::unique_ptr<TxQ>> txq_;
+  // RX interrupts, per RX queue: the fd the application waits on, and whether it asked for kicks.
+  std::unique_ptr<IntrFd[]> intr_ = std::make_unique<IntrFd[]>(queues_);
+  std::unique_ptr<std::atomic<bool>[]> armed_ = std::make_unique<std::atomic<bool>[]>(queues_);
 };
 
 int VhostPort::connect_client() {

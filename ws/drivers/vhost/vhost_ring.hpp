@@ -100,6 +100,7 @@ inline SlotStart start_slot(RingSlot& s, const virtio::VhostBackend& be, std::ui
   const bool rx = r % 2 == 1;
   SlotStart where{v.base, v.base};
   Variant picked{};
+  s.packed_ring = be.packed();
   if (be.packed()) {
     s.packed.init({v.num, reinterpret_cast<virtio::PackedDesc*>(v.desc),
                    reinterpret_cast<virtio::EventSuppress*>(v.avail), reinterpret_cast<virtio::EventSuppress*>(v.used)},

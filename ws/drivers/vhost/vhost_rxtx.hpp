@@ -106,6 +106,7 @@ struct alignas(cache_line_bytes) RingSlot {
   virtio::PackedDevice<> packed;
   virtio::Notifier* notifier = nullptr;  // writes the frontend's call fd for this ring
   std::uint32_t ring = 0;                // this ring's index (the notifier's slot)
+  bool packed_ring = false;              // which engine runs (written with the gate closed)
   bool broken_logged = false;            // control thread: the broken state was reported
   virtio::HdrOffloads offload;           // what the frontend takes in our headers (offload variants only)
   virtio::QueueHealth health;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "ws/core/log.hpp"
+#include "ws/port/intr_fd.hpp"
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/net/keys.hpp"
 #include "ws/virtio/net/port.hpp"
@@ -78,6 +79,7 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
         frontend_({this->name(), o_.path, o_.server, o_.queues, o_.queue_size, wanted_features(o_)}) {
     mac_ = o_.mac;
     keep_num_buffers_ = o_.keep_num_buffers;
+    intr_.resize(o_.queues);  // never resized again: lcores of different queues use it at once
   }
   ~VirtioUserPort() override { stop_monitor(); }
 
@@ -96,8 +98,24 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
   }
 
  protected:
+  // RX interrupts: RX queue q's interrupt is the call eventfd of ring 2q, which the backend
+  // writes when it used a buffer while the ring asks for interrupts (VRING_AVAIL_F_NO_INTERRUPT
+  // clear, or used_event with EVENT_IDX; packed: the driver event suppression). The application
+  // gets an IntrFd holding it: the backend shares the eventfd's open file description (see
+  // intr_fd.hpp), and the eventfds are new at each start while the IntrFd stays.
+  Result<int> do_rx_intr_fd(std::uint16_t q) override {
+    auto f = intr(q);
+    if (!f) return std::unexpected(f.error());
+    return (*f)->fd();
+  }
+  Result<void> do_rx_intr_enable(std::uint16_t q) override { return set_intr(q, true); }
+  Result<void> do_rx_intr_disable(std::uint16_t q) override { return set_intr(q, false); }
+
   Result<void> start_device() override {
     if (auto ok = setup_device(false); !ok) return ok;
+    for (std::uint16_t q = 0; q < intr_.size(); ++q)
+      if (intr_[q] != nullptr)
+        if (auto ok = intr_[q]->watch(frontend_.call_fd(2u * q)); !ok) return ok;
     if (frontend_.server()) {  // server=1: serve a backend that goes away and comes back
       backend_up_.store(true, std::memory_order_release);
       monitor_stop_.store(false, std::memory_order_relaxed);
@@ -111,7 +129,11 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
     stop_monitor();
     VirtioNetPort::do_stop();
   }
-  void stop_device() override { frontend_.stop_device(static_cast<std::uint32_t>(2 * rxq_.size())); }
+  void stop_device() override {
+    for (auto& f : intr_)
+      if (f != nullptr) (void)f->watch(-1);  // before the call fds close
+    frontend_.stop_device(static_cast<std::uint32_t>(2 * rxq_.size()));
+  }
   std::uint64_t dma_addr(const void* p) const override { return reinterpret_cast<std::uint64_t>(p); }
 
  private:
@@ -122,6 +144,31 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
     return frontend_.setup_device(arena_, queues, areas, resume);
   }
   void monitor();
+  Result<IntrFd*> intr(std::uint16_t q) {
+    if (intr_[q] == nullptr) {
+      auto f = std::make_unique<IntrFd>();
+      if (auto ok = f->open(fmt::format("device '{}': RX queue {} interrupt", name(), q)); !ok)
+        return std::unexpected(ok.error());
+      if (started())
+        if (auto ok = f->watch(frontend_.call_fd(2u * q)); !ok) return std::unexpected(ok.error());
+      intr_[q] = std::move(f);
+    }
+    return intr_[q].get();
+  }
+  // The polling lcore, between bursts. The ring's gate keeps out a reset (server mode) meanwhile;
+  // a ring being reset is refilled and polled again, so there is nothing to arm.
+  Result<void> set_intr(std::uint16_t q, bool on) {
+    if (!started()) return fail("device '{}': RX queue {}: the port is not started", name(), q);
+    auto f = intr(q);
+    if (!f) return std::unexpected(f.error());
+    virtio::RxCommon& rq = *rxq_[q];
+    if (!rq.gate.enter()) return {};
+    const bool pending = rq.set_interrupt(on);
+    rq.gate.leave();
+    if (pending) (*f)->signal();  // came before the request: the application must not wait for it
+    if (!on) (*f)->drain();
+    return {};
+  }
   void stop_monitor() {
     monitor_stop_.store(true, std::memory_order_relaxed);
     if (monitor_.joinable()) monitor_.join();
@@ -133,6 +180,7 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
   std::thread monitor_;
   std::atomic<bool> backend_up_{true};  // server=1: false from the backend's leaving to its return
   std::atomic<bool> monitor_stop_{false};
+  std::vector<std::unique_ptr<IntrFd>> intr_;  // per RX queue, made by the first rx_intr_* call
 };
 
 // server=1, control thread: notices the backend going away and serves the next one that

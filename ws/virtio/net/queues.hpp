@@ -70,6 +70,10 @@ struct QueueCommon : QueueBase {
   // that no burst took (one per packet, or per part of a mergeable one) and a mergeable packet
   // cut short.
   virtual std::uint32_t release_mbufs() = 0;
+  // RX interrupts (Port::rx_intr_enable/disable), polling lcore between bursts: on asks the device
+  // for an interrupt at the next packet and returns whether packets are already waiting (the
+  // caller must not wait for the interrupt then); off goes back to polling. TX queues never ask.
+  virtual bool set_interrupt(bool) noexcept { return false; }
   QueueHealth health;
   // Where the transport notifies the device, and this queue's index there. Each transport's
   // hot path reads its own member; both null: the device is never notified.
@@ -113,6 +117,13 @@ struct VirtioRx final : RxCommon {
     max_buffers = area.size;
   }
   std::uint32_t fill() override { return refill(0xffff); }
+  bool set_interrupt(bool on) noexcept override {
+    if (!on) {
+      engine.disarm_interrupt();
+      return false;
+    }
+    return engine.arm_interrupt();
+  }
   std::uint32_t release_mbufs() override {
     std::uint32_t dropped = free_completed(engine);
     engine.drain([](Mbuf* m) { mbuf_free(m); });  // empty buffers: back to the pool

@@ -274,6 +274,14 @@ class PackedDevice {
   void suppress_kicks(bool on) noexcept {
     __atomic_store_n(&ring_.device_event->flags, on ? EventSuppress::disable : EventSuppress::enable, __ATOMIC_RELAXED);
   }
+  // Asks the driver to kick at its next avail chain (§2.8.10: flags enable, whatever EVENT_IDX)
+  // and returns whether one came before the request was visible: the caller must then not wait.
+  bool arm_kick() noexcept {
+    suppress_kicks(false);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);  // the request before reading the descriptor's flags
+    return packed_avail(__atomic_load_n(&ring_.desc[avail_].flags, __ATOMIC_ACQUIRE), avail_wrap_);
+  }
+  void disarm_kick() noexcept { suppress_kicks(true); }  // back to polling
 
   // GET_VRING_BASE: bits 0-14 next avail index, bit 15 avail wrap counter.
   std::uint16_t last_avail_idx() const noexcept {

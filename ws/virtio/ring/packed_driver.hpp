@@ -166,6 +166,20 @@ class PackedDriver {
   void suppress_interrupts(bool on) noexcept {
     __atomic_store_n(&ring_.driver_event->flags, on ? EventSuppress::disable : EventSuppress::enable, __ATOMIC_RELAXED);
   }
+  // Asks for an interrupt at the next used chain (§2.8.10: flags enable, whatever EVENT_IDX) and
+  // returns whether one came before the request was visible: the caller must then not wait.
+  bool arm_interrupt() noexcept {
+    suppress_interrupts(false);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);  // the request before reading the descriptor's flags
+    return used_pending();
+  }
+  // Back to polling.
+  void disarm_interrupt() noexcept { suppress_interrupts(true); }
+  // Whether the device returned a chain no reclaim took yet.
+  bool used_pending() const noexcept {
+    const std::uint16_t flags = __atomic_load_n(&ring_.desc[used_].flags, __ATOMIC_ACQUIRE);
+    return outstanding_ != 0 && packed_wrap_flags(flags) == packed_used_bits(used_wrap_);
+  }
 
   // Takes up to `max` completed chains. Ids we did not post break the queue.
   std::uint16_t reclaim(Cookie* cookies, std::uint32_t* lens, std::uint16_t max) noexcept {

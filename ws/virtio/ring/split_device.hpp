@@ -138,6 +138,21 @@ class SplitDevice {
   void suppress_kicks(bool on) noexcept {
     __atomic_store_n(ring_.used, static_cast<std::uint16_t>(on ? used_f_no_notify : 0), __ATOMIC_RELAXED);
   }
+  // Asks the driver to kick at its next avail chain (with EVENT_IDX the driver reads avail_event,
+  // not the flag) and returns whether one came before the request was visible: the caller must
+  // then not wait for the kick.
+  bool arm_kick() noexcept {
+    if (event_idx_) __atomic_store_n(ring_.avail_event(), last_avail_, __ATOMIC_RELAXED);
+    suppress_kicks(false);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);  // the request before reading the driver's index
+    return __atomic_load_n(ring_.avail_idx(), __ATOMIC_ACQUIRE) != last_avail_;
+  }
+  // Back to polling: no kick wanted (with EVENT_IDX, not before avail_idx wraps around).
+  void disarm_kick() noexcept {
+    if (event_idx_)
+      __atomic_store_n(ring_.avail_event(), static_cast<std::uint16_t>(last_avail_ - 1), __ATOMIC_RELAXED);
+    suppress_kicks(true);
+  }
 
   std::uint16_t last_avail_idx() const noexcept { return last_avail_; }  // GET_VRING_BASE
   std::uint16_t used_idx() const noexcept { return used_; }

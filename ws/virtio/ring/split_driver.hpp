@@ -142,6 +142,22 @@ class SplitDriver {
   void suppress_interrupts(bool on) noexcept {
     __atomic_store_n(ring_.avail, static_cast<std::uint16_t>(on ? avail_f_no_interrupt : 0), __ATOMIC_RELAXED);
   }
+  // Asks for an interrupt at the next used chain (§2.7.10: with EVENT_IDX the device reads
+  // used_event, not the flag) and returns whether one came before the request was visible: the
+  // caller must then not wait for the interrupt.
+  bool arm_interrupt() noexcept {
+    if (event_idx_) __atomic_store_n(ring_.used_event(), last_used_, __ATOMIC_RELAXED);
+    suppress_interrupts(false);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);  // the request before reading the device's index
+    return used_pending();
+  }
+  // Back to polling: no interrupt wanted (with EVENT_IDX, not before used_idx wraps around).
+  void disarm_interrupt() noexcept {
+    if (event_idx_) __atomic_store_n(ring_.used_event(), static_cast<std::uint16_t>(last_used_ - 1), __ATOMIC_RELAXED);
+    suppress_interrupts(true);
+  }
+  // Whether the device returned chains no reclaim took yet.
+  bool used_pending() const noexcept { return __atomic_load_n(ring_.used_idx(), __ATOMIC_ACQUIRE) != last_used_; }
 
   // Takes up to `max` used chains: their cookies and the lengths the device wrote. A device that
   // returns an id we never posted, or moves used->idx too far, breaks the queue.

@@ -212,6 +212,7 @@ void VhostFrontend::stop_device(std::uint32_t rings) {
   if (kicks_ != nullptr) (void)kicks_->restart();  // drops its copies of the kick fds
   for (int fd : eventfds_) ::close(fd);
   eventfds_.clear();
+  call_fds_.clear();  // call_fd() answers -1 until the next start
 }
 
 bool VhostFrontend::backend_gone(int timeout_ms) {

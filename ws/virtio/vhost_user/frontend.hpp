@@ -52,6 +52,8 @@ class VhostFrontend {
   Result<void> negotiate(bool reconnecting);
   std::uint64_t features() const { return features_; }
   bool server() const { return listen_fd_ >= 0; }
+  // Ring r's call eventfd while the device runs (-1 before setup_device and after stop_device).
+  int call_fd(std::uint32_t r) const { return r < call_fds_.size() ? call_fds_[r] : -1; }
 
   // The device part of a start: status, call fds for every RX ring then every TX ring,
   // features, the arena as the one memory region, each ring's size, base, addresses and kick
