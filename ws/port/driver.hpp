@@ -24,10 +24,11 @@ enum class IntrMode : std::uint8_t;  // ws/pci/irq.hpp
 
 /// What a driver may use from the application when it creates a port.
 struct PortEnv {
-  Arena* arena = nullptr;                  ///< shareable memory (virtio-user maps it to the backend)
-  unsigned lcore_count = 1;                ///< lcores of the application (queue sizing hints)
-  const pci::Device* pci = nullptr;        ///< the device, for a PCI driver (checked: ours to drive)
-  std::optional<pci::IntrMode> intr_mode;  ///< --vfio-intr, for a PCI driver's interrupts; unset: its choice
+  Arena* arena = nullptr;            ///< shareable memory (virtio-user maps it to the backend)
+  unsigned lcore_count = 1;          ///< lcores of the application (queue sizing hints)
+  const pci::Device* pci = nullptr;  ///< the device, for a PCI driver (checked: ours to drive)
+  std::optional<pci::IntrMode> intr_mode =
+      std::nullopt;  ///< --vfio-intr, for a PCI driver's interrupts; unset: its choice
 };
 
 /// A poll-mode driver: makes ports of one kind from device strings.

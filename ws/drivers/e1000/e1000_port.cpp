@@ -241,8 +241,10 @@ Result<void> E1000Port::interrupts() {
   auto irq = pci::Interrupts::enable(dev_, intr_mode_, 2);
   if (!irq) return with_context(irq.error(), fmt::format("device '{}'", name()));
   irq_ = std::move(*irq);
-  if (irq_->mode() == pci::IntrMode::msix)
-    bar_.write32(reg::ivar, (ivar::valid | 0u) << ivar::rxq0_shift | (ivar::valid | 1u) << ivar::other_shift);
+  if (irq_->mode() == pci::IntrMode::msix) {  // a table of one vector: both causes on it
+    const std::uint32_t rx = ivar::valid | 0u, other = ivar::valid | link_vector();
+    bar_.write32(reg::ivar, rx << ivar::rxq0_shift | other << ivar::other_shift);
+  }
   log(LogLevel::info, "{}: interrupts over {}, {} vector{}", name(), pci::intr_mode_name(irq_->mode()), irq_->count(),
       irq_->count() == 1 ? "" : "s");
   return {};
