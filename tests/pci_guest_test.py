@@ -48,6 +48,7 @@ import testpmd_harness
 from guest import image, qemu
 
 BINARY = None  # the guest build of wirespeed-testpmd, set from --binary
+PROBE = None   # tests/pci_guest_probe.cpp's binary (--probe), same build
 WORK = None    # guest images and results (--work; the build tree)
 DPDK = shutil.which("dpdk-testpmd")
 PMD_DIR = (sorted(glob.glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*")) or [None])[-1]
@@ -257,8 +258,9 @@ class PciGuest(unittest.TestCase):
         dpdk = ([DPDK] + [os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS + VHOST_NET_DPDK_PLUGINS]
                 if WITH_DPDK else [])
         return image.Image(KERNEL, modules=image.NET_MODULES + image.UIO_MODULES + image.VFIO_MODULES +
-                           image.VHOST_NET_MODULES, binaries=[BINARY] + dpdk,
-                           scripts={"vhost_net_path": VHOST_NET_SCRIPT, "vhost_net_txonly": VHOST_NET_TXONLY}).build(WORK, "pci-dpdk" if WITH_DPDK else "pci")
+                           image.VHOST_NET_MODULES, binaries=[BINARY] + ([PROBE] if PROBE else []) + dpdk,
+                           scripts={"vhost_net_path": VHOST_NET_SCRIPT, "vhost_net_txonly": VHOST_NET_TXONLY}).build(
+                               WORK, "pci-dpdk" if WITH_DPDK else "pci")
 
     @classmethod
     def _boot(cls):
@@ -638,6 +640,192 @@ class PciGuestBadInput(unittest.TestCase):
                       "echo vfio-pci > /sys/bus/pci/devices/{}/driver_override".format(bdf(E1000_B))],
                      bind={VFIO: [E1000_A], UIO: [E1000_B]})
 
+    # ---- bad inputs added with the isolation proof ----
+    def test_vfio_pci_module_not_loaded(self):
+        """A device whose driver_override names vfio-pci but which is bound to no driver (the
+        module was never loaded, here unloaded): refused rather than driven through sysfs without
+        the IOMMU the user chose."""
+        PciGuest.bind([E1000_A], VFIO)
+        PciGuest.guest.run("rmmod vfio_pci", timeout=20)
+        try:
+            self.refused("-a " + bdf(E1000_A), [bdf(E1000_A) + " (8086:10d3) is bound to no driver",
+                                                "driver_override names vfio-pci", "modprobe vfio-pci",
+                                                "echo {} > /sys/bus/pci/drivers_probe".format(bdf(E1000_A))])
+        finally:  # loading it again gives vfio-pci back every device whose driver_override names it
+            PciGuest.guest.run("insmod /lib/modules/$(grep /vfio-pci.ko /etc/ws-modules)", timeout=20)
+            PciGuest.guest.run("[ $(basename $(readlink /sys/bus/pci/devices/{}/driver)) = vfio-pci ]".format(
+                bdf(E1000_A)), timeout=20)
+
+    def test_vfio_dma_mapping_limit_reached(self):
+        """vfio_iommu_type1's dma_entry_limit (read when a container opens) set to 0: the arena's
+        VFIO_IOMMU_MAP_DMA fails with ENOSPC, and the error says which limit to raise."""
+        PciGuest.bind([E1000_A], VFIO)
+        param = "/sys/module/vfio_iommu_type1/parameters/dma_entry_limit"
+        _, old = PciGuest.guest.run("cat " + param, timeout=20)
+        old = old.strip().splitlines()[-1]
+        PciGuest.guest.run("echo 0 > " + param, timeout=20)
+        try:
+            self.refused("-a " + bdf(E1000_A), [bdf(E1000_A) + " (8086:10d3) (vfio-pci)", "VFIO_IOMMU_MAP_DMA",
+                                                "dma_entry_limit", "echo 65535 > " + param])
+        finally:
+            PciGuest.guest.run("echo {} > {}".format(old, param), timeout=20)
+
+
+class PciGuestIsolation(unittest.TestCase):
+    """The IOMMU's isolation, shown with ws-pci-guest-probe's `stray` mode: the next RX
+    descriptor of an 82574L is given the physical address of a guard page the probe owns (filled
+    with 0xa5), then the host sends a frame. Over vfio-pci that address is no IOVA we mapped: the
+    vIOMMU blocks the write and the guest kernel logs the DMAR fault, the guard page keeps every
+    byte, and the queue counts an error and receives the next frame as usual. Over
+    uio_pci_generic (iommu=pt: the device's addresses are physical ones) the same write lands on
+    the guard page: why vfio-pci is the default."""
+
+    def setUp(self):
+        need_guest(self)
+        testpmd_harness.require(self, PROBE, "ws-pci-guest-probe (--probe) was not given")
+
+    def stray_write(self, driver):
+        """Runs the probe on E1000_A bound to `driver`; returns (its output, the guard page's
+        physical address, the frame sent into the stray descriptor, the kernel's log)."""
+        slot, g, host = E1000_A, PciGuest.guest, PciGuest.hosts[E1000_A]
+        PciGuest.bind([slot], driver)
+        g.run("dmesg -c > /dev/null", timeout=20)
+        host.drain(0.05)
+        began = time.monotonic()
+        started = g.start_command("ws-pci-guest-probe stray -l 0 --file-prefix=probe -a " + bdf(slot))
+        armed = g.wait_for(r"probe: armed: next RX descriptor -> (0x[0-9a-f]+)", 60, started[1])
+        stray, after = udp_frame(mac(slot), 1, 200, 6), udp_frame(mac(slot), 2, 120, 6)
+        host.send([stray])
+        g.wait_for(r"probe: stray descriptor done", 30, armed.end())
+        host.send([after])
+        rc, out = g.wait_command(started, timeout=60)
+        _, dmesg = g.run("dmesg", timeout=20)
+        sys.stderr.write("\n  stray write over {}: {:.1f} s\n".format(driver, time.monotonic() - began))
+        self.assertEqual(rc, 0, out[-3000:])
+        testpmd_harness.assert_no_crash(self, out)
+        self.assertIn("probe: queue errors 1", out)
+        self.assertIn("probe: received {} bytes, head {}".format(len(after), after[:64].hex()), out,
+                      "the queue runs on after the stray descriptor")
+        guard = re.search(r"stray descriptor done: (\d+) bytes; guard page: (\d+) bytes changed, head ([0-9a-f]+)", out)
+        self.assertIsNotNone(guard, out[-3000:])
+        self.assertEqual(int(guard.group(1)), len(stray), out[-3000:])
+        return out, int(armed.group(1), 16), stray, guard, dmesg
+
+    def test_stray_rx_write_blocked_vfio(self):
+        out, pa, _, guard, dmesg = self.stray_write(VFIO)
+        self.assertEqual((guard.group(2), guard.group(3)), ("0", "a5" * 64), "no byte of the guard page changed")
+        fault = re.search(r"DMAR: \[DMA Write[^\]]*\] Request device \[00:{:02x}\.0\] fault addr "
+                          r"(0x[0-9a-f]+)".format(E1000_A), dmesg)
+        self.assertIsNotNone(fault, dmesg[-3000:])
+        self.assertEqual(int(fault.group(1), 16) & ~0xfff, pa & ~0xfff, dmesg[-3000:])
+
+    def test_stray_rx_write_lands_uio(self):
+        out, _, stray, guard, dmesg = self.stray_write(UIO)
+        self.assertEqual(guard.group(3), stray[:64].hex(), "the frame landed on the guard page")
+        self.assertGreater(int(guard.group(2)), 100)
+        self.assertNotIn("DMAR: [DMA Write", dmesg)
+
+
+class PciGuestInterrupts(unittest.TestCase):
+    """Interrupts through the Port API (ws-pci-guest-probe's `intr` mode) on an 82574L: RX queue
+    0's fd, armed, fires when the host sends a frame, twice; the link event fd fires when QEMU's
+    monitor takes the link down (set_link off) and again up. Over vfio-pci with MSI-X (the
+    default: RX and link on vectors of their own, IVAR), and over uio_pci_generic with INTx
+    (/dev/uioN, unmasked after each). --vfio-intr=msi and legacy run with --all-vfio."""
+
+    def setUp(self):
+        need_guest(self)
+        testpmd_harness.require(self, PROBE, "ws-pci-guest-probe (--probe) was not given")
+
+    def interrupts(self, driver, mode, vectors, eal="", slot=E1000_A, rx=True):
+        g, host = PciGuest.guest, PciGuest.hosts[slot]
+        PciGuest.bind([slot], driver)
+        host.drain(0.05)
+        began = time.monotonic()
+        started = g.start_command("ws-pci-guest-probe {} -l 0 --file-prefix=probe --log-level=info {} -a {}".format(
+            "intr" if rx else "link", eal, bdf(slot)))
+        try:
+            at = started[1]
+            for r in range(2 if rx else 0):
+                armed = g.wait_for(r"probe: rx armed {}\n".format(r), 60, at)
+                host.send([udp_frame(mac(slot), r, 100, 7)])
+                at = g.wait_for(r"probe: (rx interrupt {}: \d+ frames|no rx interrupt)".format(r), 40, armed.end()).end()
+            for r, state in ((0, "off"), (1, "on")):
+                armed = g.wait_for(r"probe: (link armed {} |no )".format(r), 40, at)
+                PciGuest.monitor("set_link n{} {}".format(slot, state))
+                at = g.wait_for(r"probe: (link event {}: link \w+|no link event)".format(r), 40, armed.end()).end()
+            rc, out = g.wait_command(started, timeout=60)
+        finally:
+            PciGuest.monitor("set_link n{} on".format(slot))
+        sys.stderr.write("\n  {} interrupts over {} ({}): {:.1f} s\n".format(
+            DGRAM[slot], driver, mode, time.monotonic() - began))
+        self.assertEqual(rc, 0, out[-3000:])
+        testpmd_harness.assert_no_crash(self, out)
+        self.assertIn("interrupts over {}, {}".format(mode, vectors), out)
+        for r in range(2 if rx else 0):
+            frames = re.search(r"probe: rx interrupt {}: (\d+) frames".format(r), out)
+            self.assertIsNotNone(frames, out[-3000:])
+            self.assertEqual(int(frames.group(1)), 1, "the frame that woke the queue is there")
+        self.assertIn("probe: link event 0: link down", out)
+        self.assertIn("probe: link event 1: link up", out)
+
+    def test_testpmd_link_state_change_event_vfio(self):
+        """wirespeed-testpmd at its prompt (commands through a fifo) prints DPDK's "Port 0: link
+        state change event" when the 82574L's link interrupt fires, down then up, and `show port
+        info` tells each state."""
+        slot, g = E1000_A, PciGuest.guest
+        PciGuest.bind([slot], VFIO)
+        began = time.monotonic()
+        wait = ('w() {{ n=0; until [ "$(grep -c "$1" /tmp/tp.out)" -ge $2 ] || [ $n -ge 400 ]; do sleep 0.1; '
+                'n=$((n+1)); done; }}; ')
+        script = (wait + "rm -f /tmp/tp /tmp/tp.out; mkfifo /tmp/tp; "
+                  "(wirespeed-testpmd -l 0-1 --file-prefix=ws --log-level=info -a {} -- -i {} < /tmp/tp "
+                  "> /tmp/tp.out 2>&1; echo \"@@tp exit $?\" >> /tmp/tp.out) & exec 3>/tmp/tp; "
+                  "w 'started, link' 1; sleep 1; echo @@lsc ready; "
+                  "w 'link state change event' 1; echo 'show port info 0' >&3; w 'Link status' 1; echo @@lsc down; "
+                  "w 'link state change event' 2; echo 'show port info 0' >&3; w 'Link status' 2; "
+                  "echo quit >&3; w '@@tp exit' 1; cat /tmp/tp.out").format(bdf(slot), " ".join(POOL))
+        started = g.start_command(script)
+        try:
+            at = g.wait_for(r"@@lsc ready", 90, started[1]).end()
+            PciGuest.monitor("set_link n{} off".format(slot))
+            g.wait_for(r"@@lsc down", 60, at)
+            PciGuest.monitor("set_link n{} on".format(slot))
+            rc, out = g.wait_command(started, timeout=90)
+        finally:
+            PciGuest.monitor("set_link n{} on".format(slot))
+        sys.stderr.write("\n  testpmd link events over vfio-pci: {:.1f} s\n".format(time.monotonic() - began))
+        self.assertIn("@@tp exit 0", out, out[-3000:])
+        testpmd_harness.assert_no_crash(self, out)
+        self.assertEqual(out.count("\nPort 0: link state change event\n"), 2, out[-3000:])
+        self.assertEqual(re.findall(r"Link status: (\w+)", out), ["down", "up"], out[-3000:])
+        self.assertIn("interrupts over msix, 2 vectors", out)
+
+    def test_virtio_link_events_vfio_msix(self):
+        """virtio-net: link changes are configuration changes (VIRTIO_NET_F_STATUS), on MSI-X
+        vector 0 (msix_config)."""
+        self.interrupts(VFIO, "msix", "1 vector", slot=VIRTIO_C, rx=False)
+
+    def test_virtio_link_events_uio_intx(self):
+        """virtio-net over INTx: ISR bit 1, read (and so lowered) by link()."""
+        self.interrupts(UIO, "legacy", "1 vector", slot=VIRTIO_C, rx=False)
+
+    def test_e1000e_interrupts_vfio_msix(self):
+        self.interrupts(VFIO, "msix", "2 vectors")
+
+    def test_e1000e_interrupts_uio_intx(self):
+        self.interrupts(UIO, "legacy", "1 vector")
+
+    def test_e1000e_interrupts_vfio_msi(self):
+        if not ALL_VFIO:
+            self.skipTest("--vfio-intr=msi runs with --all-vfio")
+        self.interrupts(VFIO, "msi", "1 vector", "--vfio-intr=msi")
+
+    def test_e1000e_interrupts_vfio_legacy(self):
+        if not ALL_VFIO:
+            self.skipTest("--vfio-intr=legacy runs with --all-vfio")
+        self.interrupts(VFIO, "legacy", "1 vector", "--vfio-intr=legacy")
+
 
 # ---- virtio_user over the kernel's vhost-net (DPDK's exception path) ----
 # In the same guest: our testpmd forwards (io) between two net_virtio_user ports on
@@ -858,15 +1046,18 @@ def tearDownModule():
 
 
 def main():
-    global WORK
+    global WORK, PROBE
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--work", default=None)
     parser.add_argument("--source", default=None, help="the repository: the guest binary is built there first")
     parser.add_argument("--with-dpdk", action="store_true", help="each scenario with DPDK's PMDs too (see above)")
+    parser.add_argument("--probe", default=None, help="ws-pci-guest-probe (tests/pci_guest_probe.cpp), of the same "
+                        "build as --binary")
     parser.add_argument("--all-vfio", action="store_true", help="every scenario over vfio-pci too, not only "
                         "VFIO_SCENARIOS")
     parser.add_argument("--rates", action="store_true", help="RATE_SCENARIOS too")
     args, rest = parser.parse_known_args()
+    PROBE = os.path.abspath(args.probe) if args.probe else None
     WORK = os.path.abspath(args.work) if args.work else os.path.join(tempfile.gettempdir(), "wirespeed-guest")
     os.makedirs(WORK, exist_ok=True)
     if args.source:

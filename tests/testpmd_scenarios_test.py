@@ -472,7 +472,7 @@ class BadInput(TestpmdCase):
 
     def test_bad_eal_options(self):
         self.check_refused(EAL + ["--bogus-eal"] + NULL2, POOL, ["--bogus-eal", "unknown EAL option", "--help"])
-        self.check_refused(EAL + ["--vfio-intr=msix"] + NULL2, POOL, ["--vfio-intr", "not available", "VFIO"])
+        self.check_refused(EAL + ["--vfio-intr=msi-x"] + NULL2, POOL, ["--vfio-intr 'msi-x'", "legacy, msi or msix"])
 
     def test_no_vdev(self):
         self.check_refused(EAL, POOL, ["no ports", "--vdev"])

@@ -2,6 +2,9 @@
 // Testpmd set-up, forwarding start/stop and teardown, mirroring dpdk-testpmd's sequence.
 #include "app/testpmd/testpmd.hpp"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -385,14 +388,19 @@ void Testpmd::start_link_monitor() {
   std::vector<unsigned> spare = available_cpus();
   for (const auto& l : eal_.lcores)
     for (unsigned cpu : l.cpus) spare.erase(std::remove(spare.begin(), spare.end(), cpu), spare.end());
-  link_monitor_ = std::thread([this, spare] {
+  // Ports that have a link event fd (PCI devices' link interrupts) wake the thread at once; the
+  // others' links are looked at every 100 ms.
+  std::vector<pollfd> fds;
+  for (const auto& p : ports_)
+    if (auto fd = p->link_event_fd()) fds.push_back({*fd, POLLIN, 0});
+  link_monitor_ = std::thread([this, spare, fds]() mutable {
     if (!spare.empty()) (void)pin_current_thread(spare);
     // From the links as each port started, not as they are now: a peer that brought a link up
     // before this thread ran (a vhost-user frontend connecting at once) is an event, as DPDK's
     // interrupt reports it.
     std::vector<bool> up = link_at_start_;
     while (!link_monitor_stop_.load(std::memory_order_relaxed)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      wait_link_events(fds);
       std::vector<std::size_t> changed;
       {
         // A command holding the mutex may be reconfiguring a port: look again next time.
@@ -411,6 +419,21 @@ void Testpmd::start_link_monitor() {
       if (!changed.empty()) std::fflush(stdout);
     }
   });
+}
+
+// Up to 100 ms: until one of `fds` fires (an eventfd's count is read here; the port's link()
+// consumes the rest of the event), or the time is up.
+void Testpmd::wait_link_events(std::vector<pollfd>& fds) {
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return;
+  }
+  if (::poll(fds.data(), fds.size(), 100) <= 0) return;
+  for (pollfd& f : fds) {
+    std::uint64_t count = 0;
+    if ((f.revents & POLLIN) != 0) (void)!::read(f.fd, &count, sizeof count);
+    f.revents = 0;
+  }
 }
 
 void Testpmd::stop_link_monitor() {

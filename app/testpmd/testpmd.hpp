@@ -2,6 +2,8 @@
 // The testpmd application state: ports, the mbuf pool, streams and forwarding lcores, and the
 // start/stop/teardown sequence. main.cpp parses the command line and drives it.
 #pragma once
+#include <poll.h>
+
 #include <atomic>
 #include <functional>
 #include <map>
@@ -212,6 +214,7 @@ class Testpmd {
   std::mutex control_mutex_;
   std::vector<bool> link_at_start_;  // per port: link up right after start-up started it
   std::thread link_monitor_;
+  static void wait_link_events(std::vector<pollfd>& fds);
   std::atomic<bool> link_monitor_stop_{false};
 };
 

@@ -169,7 +169,11 @@ Result<void> Eal::create_memory(std::size_t arena_bytes, std::string_view memory
   arena_ = std::move(*arena);
   if (vfio_) {  // the arena holds rings and packet buffers only (mbuf headers are private)
     auto at = vfio_->container->map_dma(arena_->base(), arena_->size_bytes(), fmt::format("arena '{}'", o.file_prefix));
-    if (!at) return std::unexpected(at.error());
+    if (!at) {
+      std::string devices;
+      for (const PciPort& p : pci_) devices += (devices.empty() ? "" : ", ") + p.device.describe();
+      return with_context(at.error(), fmt::format("PCI device {} (vfio-pci)", devices));
+    }
     arena_->set_iova_base(*at);
   }
   return {};

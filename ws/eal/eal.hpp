@@ -79,7 +79,9 @@ class Eal {
   /// Creates one more port from a device string; its id is the next free one.
   Result<Port*> create_port(std::string_view device);
   /// What a driver is given to create a port here (the arena, the lcore count).
-  PortEnv port_env() noexcept { return {arena_.get(), static_cast<unsigned>(options_.lcores.size())}; }
+  PortEnv port_env() noexcept {
+    return {arena_.get(), static_cast<unsigned>(options_.lcores.size()), nullptr, options_.vfio_intr};
+  }
   /// Puts `port` at id `id`, which is a port's (replaced and destroyed) or the next new one, and
   /// returns it. For applications that attach and detach ports (testpmd's `port attach`).
   Port& place_port(std::uint16_t id, std::unique_ptr<Port> port);

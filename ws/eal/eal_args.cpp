@@ -84,7 +84,6 @@ struct EalSpec {
 constexpr auto H = OptionStatus::honoured;
 constexpr auto A = OptionStatus::accepted;
 constexpr auto R = OptionStatus::refused;
-constexpr std::string_view no_vfio_intr = "devices on vfio-pci are polled: VFIO interrupts are not set up yet";
 constexpr std::string_view no_vf_token = "SR-IOV virtual functions are not driven: VFIO takes no VF token";
 constexpr std::string_view no_trace = "wirespeed has no trace points; profile with perf instead";
 
@@ -147,7 +146,7 @@ constexpr EalSpec eal_table[] = {
     {"--file-prefix", "", true, "Prefix for hugepage filenames", H, ""},
     {"--create-uio-dev", "", false, "Create /dev/uioX (usually done by hotplug)", A,
      "the /dev/uioN nodes are udev's (or devtmpfs') to create"},
-    {"--vfio-intr", "", true, "Interrupt mode for VFIO (legacy|msi|msix)", R, no_vfio_intr},
+    {"--vfio-intr", "", true, "Interrupt mode for VFIO (legacy|msi|msix)", H, ""},
     {"--vfio-vf-token", "", true, "VF token (UUID) shared between SR-IOV PF and VFs", R, no_vf_token},
     {"--legacy-mem", "", false, "Legacy memory mode (no dynamic allocation, contiguous segments)", A,
      "the arena is always one segment allocated at start-up"},
@@ -285,6 +284,10 @@ Result<bool> take_device_option(EalParse& p, const std::string& arg) {
       p.o.iova_mode = IovaMode::va;
     else
       return fail("--iova-mode '{}': expected pa (physical addresses, for devices on uio_pci_generic) or va", p.v);
+  } else if (p.c.take("--vfio-intr", p.v)) {
+    auto mode = pci::parse_intr_mode(p.v);
+    if (!mode) return std::unexpected(mode.error());
+    p.o.vfio_intr = *mode;
   } else {
     return false;
   }

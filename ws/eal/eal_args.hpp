@@ -14,6 +14,7 @@
 #include "ws/core/log.hpp"
 #include "ws/core/result.hpp"
 #include "ws/pci/address.hpp"
+#include "ws/pci/irq.hpp"
 
 namespace ws {
 
@@ -43,6 +44,7 @@ struct EalOptions {
   std::vector<std::string> pci_allow;
   std::vector<pci::Address> pci_block;      ///< -b: every PCI device but these
   bool no_pci = false;                      ///< --no-pci: no PCI device at all
+  std::optional<pci::IntrMode> vfio_intr;   ///< --vfio-intr; unset: MSI-X, else MSI, else INTx, as the device has
   std::optional<IovaMode> iova_mode;        ///< --iova-mode; unset: pa with PCI devices, else va
   HugePolicy huge = HugePolicy::automatic;  ///< --no-huge: never
   std::size_t memory_mb = 0;                ///< -m / --socket-mem; 0: sized from the pools

@@ -232,6 +232,10 @@ TEST(EalArgs, PciAllowListKeepsDevargsAndAcceptsDpdksForms) {
   EXPECT_EQ(b.iova_mode, IovaMode::va);
   EXPECT_TRUE(eal_ok({"--no-pci"}).no_pci);
   EXPECT_FALSE(eal_ok({}).iova_mode.has_value());
+  EXPECT_EQ(eal_ok({"--vfio-intr", "legacy"}).vfio_intr, pci::IntrMode::legacy);
+  EXPECT_EQ(eal_ok({"--vfio-intr=msi"}).vfio_intr, pci::IntrMode::msi);
+  EXPECT_EQ(eal_ok({"--vfio-intr=msix"}).vfio_intr, pci::IntrMode::msix);
+  EXPECT_FALSE(eal_ok({}).vfio_intr.has_value()) << "unset: the driver takes MSI-X when the device has it";
 }
 
 TEST(EalArgs, BadPciAddressesAreRefusedWithTheForm) {
@@ -243,6 +247,7 @@ TEST(EalArgs, BadPciAddressesAreRefusedWithTheForm) {
     EXPECT_HAS(eal_error(argv({"-b", bad})), "-b");
   }
   EXPECT_HAS(eal_error(argv({"--iova-mode", "dc"})), "pa");
+  EXPECT_HAS(eal_error(argv({"--vfio-intr", "intx"})), "--vfio-intr 'intx': expected legacy, msi or msix");
   EXPECT_HAS(eal_error(argv({"-a", "0000:00:04.0", "-b", "0000:00:05.0"})), "cannot be used together");
   EXPECT_HAS(eal_error(argv({"--no-pci", "-a", "0000:00:04.0"})), "--no-pci");
 }

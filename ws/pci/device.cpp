@@ -129,6 +129,7 @@ Result<Device> Device::open(const Address& address, std::string root) {
   }
   const fs::path link = fs::path(d.path_) / "driver";
   if (fs::is_symlink(link, ec)) d.driver_ = fs::read_symlink(link, ec).filename().string();
+  if (auto o = read_line(d.path_ + "/driver_override"); o && *o != "(null)") d.driver_override_ = *o;
   d.bars_ = read_resources(d.path_);
   return d;
 }
@@ -225,6 +226,13 @@ Result<Bar> Device::map_bar(unsigned index, std::size_t min_bytes, std::string_v
 bool Device::on_vfio() const { return driver_ == vfio::driver_name; }
 
 Result<void> Device::check_binding() const {
+  // Meant for a driver (driver_override) yet bound to none: that driver's module is not loaded.
+  // Driving the device through sysfs then would take it out from under the IOMMU the user chose.
+  if (driver_.empty() && !driver_override_.empty())
+    return fail(
+        "PCI device {} is bound to no driver, though its driver_override names {}: the {} module is not loaded. "
+        "Load it and probe the device again: modprobe {}; echo {} > /sys/bus/pci/drivers_probe",
+        describe(), driver_override_, driver_override_, driver_override_, address_.to_string());
   if (driver_.empty() || driver_ == uio_driver || on_vfio()) return {};
   return fail(
       "PCI device {} is bound to the kernel driver {}; wirespeed never takes a device from a kernel driver "

@@ -117,11 +117,15 @@ class Device {
 
   // Bound to vfio-pci or uio_pci_generic, or to no driver: ours to drive. Otherwise the error
   // names the driver and gives the commands that hand the device over (as dpdk-devbind does).
+  // A device on no driver whose driver_override names one is refused: that driver's module is
+  // not loaded (the error gives the modprobe).
   Result<void> check_binding() const;
   // Bound to vfio-pci: reached through VFIO, behind the IOMMU.
   bool on_vfio() const;
   // From now on config space and BARs go through this VFIO device fd (Eal opens it).
   void attach_vfio(std::shared_ptr<const vfio::DeviceFd> fd) { vfio_ = std::move(fd); }
+  // The VFIO device fd attached, or null (uio_pci_generic, no driver).
+  const vfio::DeviceFd* vfio_fd() const { return vfio_.get(); }
   // Memory decoding and bus mastering on, INTx off (we poll). After check_binding().
   Result<void> enable() const;
 
@@ -133,6 +137,7 @@ class Device {
   std::uint32_t class_code_ = 0;
   int numa_node_ = -1;
   std::string driver_;
+  std::string driver_override_;  // sysfs' driver_override; "" when unset
   std::vector<BarInfo> bars_;
   std::shared_ptr<const vfio::DeviceFd> vfio_;
 };

@@ -169,6 +169,24 @@ TEST_F(FakeSysfs, VfioPciAndUioAreOursToDrive) {
   EXPECT_FALSE(u->on_vfio());
 }
 
+TEST_F(FakeSysfs, NoDriverThoughDriverOverrideNamesOneIsRefused) {
+  const fs::path d = add("0000:00:04.0", 0x8086, 0x10d3, "", {});
+  std::ofstream(d / "driver_override") << "(null)\n";
+  auto plain = Device::open(*Address::parse("0000:00:04.0"), devices());
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->check_binding()) << "no driver and no override: ours to drive";
+  std::ofstream(d / "driver_override") << "vfio-pci\n";
+  auto meant = Device::open(*Address::parse("0000:00:04.0"), devices());
+  ASSERT_TRUE(meant);
+  auto ok = meant->check_binding();
+  ASSERT_FALSE(ok);
+  const std::string& m = ok.error().message;
+  EXPECT_NE(m.find("0000:00:04.0 (8086:10d3) is bound to no driver, though its driver_override names vfio-pci"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("modprobe vfio-pci; echo 0000:00:04.0 > /sys/bus/pci/drivers_probe"), std::string::npos) << m;
+}
+
 TEST_F(FakeSysfs, CapabilityListIsWalkedAndCheckedAsHostileInput) {
   // vendor (0x40) -> MSI-X (0x50) -> vendor (0x60) -> end
   add("0000:00:03.0", 0x1af4, 0x1041, "", {{cap::vendor, 0x40, 0x50}, {cap::msix, 0x50, 0x60}, {cap::vendor, 0x60, 0}});

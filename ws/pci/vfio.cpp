@@ -268,6 +268,17 @@ Result<std::shared_ptr<DeviceFd>> Container::add_device(const std::string& addre
   return std::make_shared<DeviceFd>(fd, std::string(who));
 }
 
+namespace {
+std::string map_dma_hint(int err) {
+  if (err == ENOMEM) return " (the pages are pinned: raise the locked-memory limit, ulimit -l, or run as root)";
+  // vfio_iommu_type1 counts the mappings of a container against its dma_entry_limit parameter.
+  if (err == ENOSPC)
+    return " (vfio_iommu_type1 allows no more DMA mappings in this container: raise its limit, e.g. echo 65535 > "
+           "/sys/module/vfio_iommu_type1/parameters/dma_entry_limit, or load it with dma_entry_limit=65535)";
+  return "";
+}
+}  // namespace
+
 Result<std::uint64_t> Container::map_dma(void* va, std::size_t size, std::string_view what) {
   // 2 MiB alignment lets the IOMMU use large pages; IOVA 0 stays unmapped, so that a descriptor
   // left zeroed points at nothing.
@@ -281,9 +292,8 @@ Result<std::uint64_t> Container::map_dma(void* va, std::size_t size, std::string
   map.iova = *iova;
   map.size = size;
   if (::ioctl(fd_, VFIO_IOMMU_MAP_DMA, &map) != 0)
-    return fail(
-        "{}: VFIO_IOMMU_MAP_DMA of {} bytes at IOVA {:#x}: {}{}", what, size, *iova, std::strerror(errno),
-        errno == ENOMEM ? " (the pages are pinned: raise the locked-memory limit, ulimit -l, or run as root)" : "");
+    return fail("{}: VFIO_IOMMU_MAP_DMA of {} bytes at IOVA {:#x}: {}{}", what, size, *iova, std::strerror(errno),
+                map_dma_hint(errno));
   mappings_.push_back({*iova, size});
   next_iova_ = *iova + size;
   log(LogLevel::info, "VFIO: {} ({} bytes) mapped for DMA at IOVA {:#x}", what, size, *iova);

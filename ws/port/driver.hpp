@@ -2,7 +2,9 @@
 // Driver: makes ports from device strings. DriverRegistry holds the drivers an application
 // registered explicitly (ws/drivers/builtin.cpp registers ours) and resolves "net_null0,size=64".
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,14 +18,17 @@
 namespace ws {
 
 namespace pci {
-class Device;  // ws/pci/device.hpp, which only PCI drivers include
-}
+class Device;                        // ws/pci/device.hpp, which only PCI drivers include
+enum class IntrMode : std::uint8_t;  // ws/pci/irq.hpp
+}  // namespace pci
 
 /// What a driver may use from the application when it creates a port.
 struct PortEnv {
   Arena* arena = nullptr;            ///< shareable memory (virtio-user maps it to the backend)
   unsigned lcore_count = 1;          ///< lcores of the application (queue sizing hints)
   const pci::Device* pci = nullptr;  ///< the device, for a PCI driver (checked: ours to drive)
+  std::optional<pci::IntrMode> intr_mode =
+      std::nullopt;  ///< --vfio-intr, for a PCI driver's interrupts; unset: its choice
 };
 
 /// A poll-mode driver: makes ports of one kind from device strings.

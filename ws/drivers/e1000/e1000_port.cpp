@@ -9,6 +9,8 @@
 #include "ws/core/log.hpp"
 #include "ws/drivers/e1000/e1000_hw.hpp"
 #include "ws/drivers/e1000/e1000_rxtx.hpp"
+#include "ws/drivers/e1000/e1000_testing.hpp"
+#include "ws/pci/irq.hpp"
 #include "ws/port/variant.hpp"
 
 namespace ws {
@@ -33,8 +35,14 @@ struct RingMem {
 
 class E1000Port final : public Port {
  public:
-  E1000Port(std::string name, pci::Bar bar, Arena& arena, MacAddress mac, std::chrono::milliseconds link_wait)
-      : Port(std::move(name), "net_e1000_em"), bar_(std::move(bar)), arena_(arena), link_wait_(link_wait) {
+  E1000Port(std::string name, pci::Bar bar, Arena& arena, MacAddress mac, std::chrono::milliseconds link_wait,
+            const pci::Device& dev, std::optional<pci::IntrMode> intr_mode)
+      : Port(std::move(name), "net_e1000_em"),
+        bar_(std::move(bar)),
+        arena_(arena),
+        link_wait_(link_wait),
+        dev_(dev),
+        intr_mode_(intr_mode) {
     mac_ = mac;
   }
   ~E1000Port() override {
@@ -84,7 +92,7 @@ class E1000Port final : public Port {
     rxq_.release();
     if (txq_.queue) (void)txq_->release();
   }
-  LinkStatus link() const override { return read_link(bar_); }
+  LinkStatus link() const override;
   Result<void> set_promiscuous(bool on) override {
     (void)Port::set_promiscuous(on);
     if (started()) e1000::set_promiscuous(bar_, on);
@@ -123,6 +131,13 @@ class E1000Port final : public Port {
 
  private:
   Result<void> ring_memory(RingMem& r, std::uint16_t wanted, std::string_view what);
+  Result<int> do_rx_intr_fd(std::uint16_t queue) override;
+  Result<void> do_rx_intr_enable(std::uint16_t queue) override;
+  Result<void> do_rx_intr_disable(std::uint16_t queue) override;
+  Result<int> do_link_event_fd() override;
+  Result<void> interrupts();
+  // MSI-X: RX queue 0 on vector 0, link changes on vector 1; MSI and INTx share their one.
+  unsigned link_vector() const { return irq_->count() > 1 ? 1 : 0; }
   volatile std::uint32_t* reg_ptr(std::uint32_t off) const {
     return reinterpret_cast<volatile std::uint32_t*>(bar_.base() + off);
   }
@@ -136,6 +151,15 @@ class E1000Port final : public Port {
   bool offload_ = false;
   mutable std::mutex stats_mutex_;  // reading the registers clears them: one reader at a time
   mutable HwStats hw_;
+  const pci::Device& dev_;
+  std::optional<pci::IntrMode> intr_mode_;
+  std::unique_ptr<pci::Interrupts> irq_;  // made on the first request for an fd
+  bool link_events_ = false;
+
+#ifdef WS_TESTING
+  friend Result<void> e1000::testing::post_stray_rx(Port&, std::uint64_t);
+  friend Result<std::optional<std::uint16_t>> e1000::testing::take_stray_rx(Port&);
+#endif
 };
 
 Result<void> E1000Port::ring_memory(RingMem& r, std::uint16_t wanted, std::string_view what) {
@@ -211,6 +235,62 @@ Result<void> E1000Port::do_start() {
   return {};
 }
 
+// The device's vectors, made once, kept across stop and start (applications hold their fds).
+Result<void> E1000Port::interrupts() {
+  if (irq_) return {};
+  auto irq = pci::Interrupts::enable(dev_, intr_mode_, 2);
+  if (!irq) return with_context(irq.error(), fmt::format("device '{}'", name()));
+  irq_ = std::move(*irq);
+  if (irq_->mode() == pci::IntrMode::msix) {  // a table of one vector: both causes on it
+    const std::uint32_t rx = ivar::valid | 0u, other = ivar::valid | link_vector();
+    bar_.write32(reg::ivar, rx << ivar::rxq0_shift | other << ivar::other_shift);
+  }
+  log(LogLevel::info, "{}: interrupts over {}, {} vector{}", name(), pci::intr_mode_name(irq_->mode()), irq_->count(),
+      irq_->count() == 1 ? "" : "s");
+  return {};
+}
+
+Result<int> E1000Port::do_rx_intr_fd(std::uint16_t) {
+  if (auto ok = interrupts(); !ok) return std::unexpected(ok.error());
+  return irq_->fd(0);
+}
+
+// The causes stay in ICR until disable clears them: one that came before the mask opens
+// interrupts at once (nothing is lost between the last burst and the wait). QEMU's model also
+// notifies a cause again only once it was cleared.
+Result<void> E1000Port::do_rx_intr_enable(std::uint16_t) {
+  if (auto ok = interrupts(); !ok) return ok;
+  irq_->ack(0);  // drains the fd; INTx is unmasked
+  bar_.write32(reg::ims, intr::rx);
+  return {};
+}
+
+Result<void> E1000Port::do_rx_intr_disable(std::uint16_t) {
+  if (!irq_) return {};
+  bar_.write32(reg::imc, intr::rx);
+  bar_.write32(reg::icr, intr::rx);  // write 1 to clear
+  return {};
+}
+
+Result<int> E1000Port::do_link_event_fd() {
+  if (auto ok = interrupts(); !ok) return std::unexpected(ok.error());
+  link_events_ = true;
+  bar_.write32(reg::icr, intr::link);
+  bar_.write32(reg::ims, intr::link);
+  return irq_->fd(link_vector());
+}
+
+// Reading the link after an event consumes it: the cause is cleared, so that the next change
+// raises one again, and the fd drained (INTx unmasked). With one vector for everything (MSI,
+// INTx) that also takes a pending RX wake-up: such an application looks at both on each.
+LinkStatus E1000Port::link() const {
+  if (link_events_) {
+    bar_.write32(reg::icr, intr::link);
+    irq_->ack(link_vector());
+  }
+  return read_link(bar_);
+}
+
 void E1000Port::do_stop() {
   bar_.write32(reg::rctl, 0);
   bar_.write32(reg::tctl, tctl::psp);
@@ -238,13 +318,41 @@ class E1000Driver final : public Driver {
     auto mac = read_mac(*bar, dev.name());
     if (!mac) return std::unexpected(mac.error());
     log(LogLevel::info, "{}: 82574L, MAC {}", dev.describe(), mac->to_string());
-    return std::make_unique<E1000Port>(args.name(), std::move(*bar), *env.arena, *mac,
-                                       std::chrono::milliseconds(*wait));
+    return std::make_unique<E1000Port>(args.name(), std::move(*bar), *env.arena, *mac, std::chrono::milliseconds(*wait),
+                                       dev, env.intr_mode);
   }
 };
 
 }  // namespace
 
 std::unique_ptr<Driver> make_e1000_driver() { return std::make_unique<E1000Driver>(); }
+
+#ifdef WS_TESTING
+namespace e1000::testing {
+namespace {
+Result<E1000Port*> started_e1000(Port& port) {
+  auto* p = dynamic_cast<E1000Port*>(&port);
+  if (p == nullptr) return fail("device '{}': not a net_e1000_em port", port.name());
+  if (!port.started()) return fail("device '{}': not started", port.name());
+  return p;
+}
+}  // namespace
+
+Result<void> post_stray_rx(Port& port, std::uint64_t iova) {
+  auto p = started_e1000(port);
+  if (!p) return std::unexpected(p.error());
+  (*p)->rxq_.post_stray(iova);
+  return {};
+}
+
+Result<std::optional<std::uint16_t>> take_stray_rx(Port& port) {
+  auto p = started_e1000(port);
+  if (!p) return std::unexpected(p.error());
+  std::uint16_t len = 0;
+  if (!(*p)->rxq_.take_stray(len)) return std::optional<std::uint16_t>{};
+  return std::optional<std::uint16_t>{len};
+}
+}  // namespace e1000::testing
+#endif
 
 }  // namespace ws

@@ -9,7 +9,7 @@ namespace ws::e1000 {
 // Register offsets in BAR 0 (§10.2).
 namespace reg {
 inline constexpr std::uint32_t ctrl = 0x0000, status = 0x0008, eecd = 0x0010, eerd = 0x0014, ctrl_ext = 0x0018;
-inline constexpr std::uint32_t icr = 0x00c0, ims = 0x00d0, imc = 0x00d8;
+inline constexpr std::uint32_t icr = 0x00c0, ims = 0x00d0, imc = 0x00d8, ivar = 0x00e4;
 inline constexpr std::uint32_t rctl = 0x0100, tctl = 0x0400, tipg = 0x0410;
 inline constexpr std::uint32_t rdbal = 0x2800, rdbah = 0x2804, rdlen = 0x2808, rdh = 0x2810, rdt = 0x2818,
                                rdtr = 0x2820, rxdctl = 0x2828, radv = 0x282c;
@@ -37,6 +37,19 @@ inline constexpr std::uint32_t speed_shift = 6, speed_mask = 3u << 6;  // 0: 10,
 
 namespace eerd {  // EEPROM read register (§10.2.2.4)
 inline constexpr std::uint32_t start = 1u << 0, done = 1u << 1, addr_shift = 2, data_shift = 16;
+}
+
+// Interrupt causes (ICR, IMS, IMC; §10.2.4.1). With MSI-X the 82574 raises RXQ0 and OTHER (for
+// LSC among others) on the vectors IVAR names; with MSI or INTx, RXT0 and LSC on its one.
+namespace intr {
+inline constexpr std::uint32_t lsc = 1u << 2, rxt0 = 1u << 7, rxq0 = 1u << 20, other = 1u << 24;
+inline constexpr std::uint32_t rx = rxt0 | rxq0, link = lsc | other;
+}  // namespace intr
+
+// IVAR (§10.2.4.9): a 3-bit MSI-X vector and a valid bit per cause; RX queue 0 at bit 0, Other
+// at bit 16.
+namespace ivar {
+inline constexpr std::uint32_t valid = 1u << 3, rxq0_shift = 0, other_shift = 16;
 }
 
 namespace rctl {

@@ -161,6 +161,24 @@ struct alignas(cache_line_bytes) Rx : QueueBase {
     }
   }
 
+  // ---- for the isolation test only (e1000_testing.hpp); never on the data path ----
+  // Points the descriptor the device fills next at `iova`, memory that is not ours; the mbuf
+  // stays in its slot. Between bursts, on a ring with nothing received.
+  void post_stray(std::uint64_t iova) noexcept { ring[next].addr = iova; }
+  // Once the device has filled that descriptor (DD), the frame went wherever `iova` led, never
+  // into our mbuf: the queue counts an error and the descriptor goes back with its own buffer.
+  // Returns whether it was done; its length in `len`.
+  bool take_stray(std::uint16_t& len) noexcept {
+    RxDesc& d = ring[next];
+    if ((__atomic_load_n(&d.status, __ATOMIC_ACQUIRE) & rx_status::dd) == 0) return false;
+    len = load_once(&d.length);
+    counters.errors.add(1);
+    d.addr = buffer_iova(slots[next]);
+    d.status = 0;
+    give_back(static_cast<std::uint16_t>(next + 1 == size ? 0 : next + 1), 1);
+    return true;
+  }
+
   // §7.1.4.2: IXSM means the device did not check; IPCS/TCPCS/UDPCS that it did, IPE/TCPE
   // whether it failed.
   static std::uint64_t rx_csum_flags(std::uint8_t status, std::uint8_t errors) noexcept {

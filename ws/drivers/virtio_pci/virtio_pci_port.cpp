@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ws/core/log.hpp"
+#include "ws/pci/irq.hpp"
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/net/keys.hpp"
 #include "ws/virtio/net/port.hpp"
@@ -53,11 +54,14 @@ std::uint64_t wanted_features(const Options& o) {
 class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
  public:
   VirtioPciPort(std::string name, std::unique_ptr<virtio::PciTransport> t, Arena& arena, VirtioPciQueues queues,
-                std::uint32_t queue_size, std::uint64_t features, MacAddress mac, std::uint32_t speed)
+                std::uint32_t queue_size, std::uint64_t features, MacAddress mac, std::uint32_t speed,
+                const pci::Device& dev, std::optional<pci::IntrMode> intr_mode)
       : VirtioNetPort(std::move(name), "net_virtio", arena, queues.pairs, queue_size),
         t_(std::move(t)),
         speed_(speed),
-        ctrl_index_(queues.ctrl_index) {
+        ctrl_index_(queues.ctrl_index),
+        dev_(dev),
+        intr_mode_(intr_mode) {
     features_ = features;
     mac_ = mac;
   }
@@ -69,6 +73,10 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
 
   // Down too once the device broke a ring: the port no longer passes traffic that way.
   LinkStatus link() const override {
+    if (link_events_) {  // the event is consumed: ISR read (INTx lowered), fd drained
+      (void)t_->read_isr();
+      irq_->ack(0);
+    }
     if (!started() || !rings_healthy()) return {false, speed_, true};
     if (!has(features_, feature::status)) return {true, speed_, true};
     auto s = t_->read_device_config16(6);  // struct virtio_net_config.status (§5.1.4)
@@ -81,8 +89,10 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
     if (auto ok = t_->reset(reset_timeout); !ok) log(LogLevel::warning, "{}", ok.error().message);
   }
   std::uint64_t dma_addr(const void* p) const override { return arena_.iova(p); }
+  Result<int> do_link_event_fd() override;
 
  private:
+  Result<void> config_vector() const;
   Result<void> mq_pairs_set(std::uint16_t pairs);
   template <bool Packed>
   Result<void> ctrl_command();
@@ -93,7 +103,36 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
   virtio::RingMemory ctrl_;   // control queue ring, then the command and its ack
   std::uint16_t ctrl_size_ = 0;
   volatile std::uint16_t* ctrl_notify_ = nullptr;
+  const pci::Device& dev_;
+  std::optional<pci::IntrMode> intr_mode_;
+  std::unique_ptr<pci::Interrupts> irq_;  // made on the first link_event_fd()
+  bool link_events_ = false;
 };
+
+// Link changes are configuration changes (VIRTIO_NET_F_STATUS): with MSI-X they go to vector 0,
+// msix_config (every queue keeps VIRTIO_MSI_NO_VECTOR: we poll them); with INTx the device
+// raises ISR bit 1.
+Result<int> VirtioPciPort::do_link_event_fd() {
+  if (!has(features_, feature::status))
+    return fail("device '{}': no VIRTIO_NET_F_STATUS: the device reports no link changes", name());
+  if (!irq_) {
+    auto irq = pci::Interrupts::enable(dev_, intr_mode_, 1);
+    if (!irq) return with_context(irq.error(), fmt::format("device '{}'", name()));
+    irq_ = std::move(*irq);
+    log(LogLevel::info, "{}: interrupts over {}, {} vector{}", name(), pci::intr_mode_name(irq_->mode()), irq_->count(),
+        irq_->count() == 1 ? "" : "s");
+  }
+  if (auto ok = config_vector(); !ok) return std::unexpected(ok.error());
+  link_events_ = true;
+  return irq_->fd(0);
+}
+
+Result<void> VirtioPciPort::config_vector() const {
+  if (!irq_ || irq_->mode() != pci::IntrMode::msix) return {};
+  if (t_->set_config_vector(0) != 0)
+    return fail("device '{}': the device did not take MSI-X vector 0 for configuration changes", name());
+  return {};
+}
 
 // §3.1.1: reset, ACKNOWLEDGE, DRIVER, features, FEATURES_OK, queues, DRIVER_OK.
 Result<void> VirtioPciPort::start_device() {
@@ -129,6 +168,7 @@ Result<void> VirtioPciPort::start_device() {
     if (!notify) return std::unexpected(notify.error());
     ctrl_notify_ = *notify;
   }
+  if (auto ok = config_vector(); !ok) return ok;  // the reset cleared it
   t_->add_status(virtio::status::driver_ok);
   if ((t_->status() & virtio::status::needs_reset) != 0)
     return fail("device '{}': the device wants a reset right after DRIVER_OK (status {:#x})", name(), t_->status());
@@ -253,7 +293,7 @@ Result<std::unique_ptr<Port>> VirtioPciDriver::create(const DevArgs& args, const
       "{}: virtio-net, features offered {:#x}, negotiated {:#x}, {} queue pairs ({} offered) of {} descriptors",
       dev.describe(), offered, features, queues.pairs, max_pairs, size);
   return std::make_unique<VirtioPciPort>(args.name(), std::move(*t), *env.arena, queues, size, features, mac,
-                                         o->speed_mbps);
+                                         o->speed_mbps, dev, env.intr_mode);
 }
 
 }  // namespace

@@ -17,10 +17,10 @@ namespace {
 // sets it to no vector, which a polling driver keeps.
 namespace common {
 inline constexpr std::size_t device_feature_select = 0, device_feature = 4, driver_feature_select = 8,
-                             driver_feature = 12, msix_config [[maybe_unused]] = 16, num_queues = 18,
-                             device_status = 20, config_generation = 21, queue_select = 22, queue_size = 24,
-                             queue_msix_vector = 26, queue_enable = 28, queue_notify_off = 30, queue_desc = 32,
-                             queue_driver = 40, queue_device = 48, bytes = 56;
+                             driver_feature = 12, msix_config = 16, num_queues = 18, device_status = 20,
+                             config_generation = 21, queue_select = 22, queue_size = 24, queue_msix_vector = 26,
+                             queue_enable = 28, queue_notify_off = 30, queue_desc = 32, queue_driver = 40,
+                             queue_device = 48, bytes = 56;
 }  // namespace common
 inline constexpr std::uint16_t no_vector = 0xffff;  // VIRTIO_MSI_NO_VECTOR
 
@@ -93,6 +93,16 @@ Result<std::unique_ptr<PciTransport>> PciTransport::open(const pci::Device& dev)
   t->notify_ = t->at(layout->notify);
   t->device_cfg_ = t->at(layout->device);
   return t;
+}
+
+std::uint16_t PciTransport::set_config_vector(std::uint16_t vector) const {
+  common_write<std::uint16_t>(common::msix_config, vector);
+  return common_read<std::uint16_t>(common::msix_config);
+}
+
+std::uint8_t PciTransport::read_isr() const {
+  if (!layout_.isr.present) return 0;
+  return *reinterpret_cast<const volatile std::uint8_t*>(at(layout_.isr));
 }
 
 Result<void> PciTransport::reset(std::chrono::milliseconds timeout) {

@@ -72,6 +72,11 @@ class PciTransport {
   // (§2.5.1), with the access width the field has (§4.1.3.1).
   Result<void> read_device_config(std::size_t offset, void* out, std::size_t len) const;
   Result<std::uint16_t> read_device_config16(std::size_t offset) const;
+  // The MSI-X vector of configuration changes (msix_config, §4.1.4.3); returns the value read
+  // back: 0xffff (VIRTIO_MSI_NO_VECTOR) when the device refused it. A reset clears it.
+  std::uint16_t set_config_vector(std::uint16_t vector) const;
+  // ISR status (§4.1.4.5): bit 1 a configuration change; reading it clears it and lowers INTx.
+  std::uint8_t read_isr() const;
   const std::string& name() const { return name_; }
 
  private:
