@@ -98,6 +98,10 @@ class VirtioNetPort : public Port {
       if (rxq_[q]->pool == nullptr) return fail("RX queue {} was not set up", q);
       txq_[q]->zero_hdr = dma_addr(zero_hdr_);
     }
+    // A restart (port stop, port start): what the last run left in the rings goes back to the
+    // pools first, RX buffers and TX packets the device never completed, since the rings are
+    // zeroed below and would forget them.
+    release_mbufs();
     const std::vector<QueueCommon*> queues = ring_queues();
     for (std::uint32_t r = 0; r < queues.size(); ++r) {
       RingMemory& m = *rings_[r];
@@ -106,6 +110,7 @@ class VirtioNetPort : public Port {
       queues[r]->init(m.area, has(features_, feature::event_idx));
     }
     for (auto& q : rxq_) q->fill();
+    rings_hold_mbufs_ = true;
     if (auto ok = start_device(); !ok) {
       release_mbufs();
       return ok;
@@ -132,8 +137,10 @@ class VirtioNetPort : public Port {
   // TX packets the device still held are dropped and counted (they were counted sent); filled
   // RX buffers no burst took were never counted received, as in DPDK.
   void release_mbufs() override {
+    if (!rings_hold_mbufs_) return;  // never started, or released already: the rings are empty
     for (auto& q : rxq_) q->release_mbufs();
     for (auto& q : txq_) q->reset_dropped.add(q->release_mbufs());
+    rings_hold_mbufs_ = false;
   }
   // Packets a ring reset or a stop dropped are errors: TX ones were counted sent when the ring
   // took them.
@@ -253,6 +260,7 @@ class VirtioNetPort : public Port {
       q.init(m.area, has(features_, feature::event_idx));
     }
     for (auto& q : rxq_) q->fill();
+    rings_hold_mbufs_ = true;
     for (QueueCommon* q : queues) q->gate.open();
     return tx_dropped;
   }
@@ -266,6 +274,7 @@ class VirtioNetPort : public Port {
   std::byte* zero_hdr_ = nullptr;
   std::vector<QueueVariant<RxCommon>> rxq_;
   std::vector<QueueVariant<TxCommon>> txq_;
+  bool rings_hold_mbufs_ = false;  // filled by a start and not released since
 
  private:
   bool ring_healthy(const QueueCommon& c, const char* dir, std::size_t q) const {
