@@ -14,7 +14,7 @@
 #include "ws/core/log.hpp"
 #include "ws/core/result.hpp"
 #include "ws/pci/address.hpp"
-#include "ws/pci/irq.hpp"
+#include "ws/pci/intr_mode.hpp"
 
 namespace ws {
 

@@ -14,13 +14,9 @@
 
 #include "ws/core/result.hpp"
 #include "ws/pci/device.hpp"
+#include "ws/pci/intr_mode.hpp"
 
 namespace ws::pci {
-
-/// How interrupts are delivered (DPDK's --vfio-intr=legacy|msi|msix).
-enum class IntrMode : std::uint8_t { legacy, msi, msix };
-Result<IntrMode> parse_intr_mode(std::string_view text);
-std::string_view intr_mode_name(IntrMode mode);
 
 /// The interrupt vectors of one device, each an fd readable when the vector fired. Destroying
 /// it disables them (VFIO) or masks INTx again (uio).
