@@ -65,7 +65,7 @@ set(ws_public_headers
   ws/net/checksum.hpp ws/net/ether.hpp ws/net/headers.hpp ws/net/ptype.hpp ws/net/rss.hpp
   ws/pci/address.hpp ws/pci/intr_mode.hpp
   ws/port/burst.hpp ws/port/driver.hpp ws/port/port.hpp ws/port/stats.hpp
-  ws/flow/flow.hpp ws/flow/flow_table.hpp ws/flow/classifier.hpp ws/flow/parse.hpp
+  ws/flow/flow.hpp ws/flow/parse.hpp
   ws/drivers/builtin.hpp
   ws/eal/eal.hpp ws/eal/eal_args.hpp
   ws/lpm/lpm.hpp ws/lpm/routes.hpp)
