@@ -31,6 +31,7 @@
 #include "ws/core/mbuf.hpp"
 #include "ws/flow/classifier.hpp"
 #include "ws/net/packet_builder.hpp"
+#include "ws/testing/rng.hpp"
 
 #if WS_BENCH_ACL
 #pragma GCC diagnostic push
@@ -46,16 +47,7 @@
 
 namespace {
 
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {  // splitmix64
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
-    return z ^ (z >> 31);
-  }
-  std::uint32_t below(std::uint32_t n) { return static_cast<std::uint32_t>(next() % n); }
-};
+using ws::testing::Rng;
 
 // One 5-tuple ACL rule: what both sides are given.
 struct Acl5 {

@@ -21,21 +21,12 @@
 #include "ws/flow/parse.hpp"
 #include "ws/net/packet_builder.hpp"
 #include "ws/testing/port_fixture.hpp"
+#include "ws/testing/rng.hpp"
 
 namespace ws {
 namespace {
 
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {  // splitmix64
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
-    return z ^ (z >> 31);
-  }
-  unsigned below(unsigned n) { return static_cast<unsigned>(next() % n); }
-  bool chance(unsigned percent) { return below(100) < percent; }
-};
+using testing::Rng;
 
 constexpr std::uint16_t port_pool[] = {0, 53, 80, 443, 999, 1000, 1001, 1500, 2000, 2001, 4095, 4096, 65535};
 
