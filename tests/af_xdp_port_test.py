@@ -231,10 +231,14 @@ class AfXdpCase(unittest.TestCase):
         self.assertGreater(sent, 1000, where)
         self.assertEqual((hits if kernel else 0) + received + missed + k_lost, sent,
                          "every frame dropped by the program, delivered or counted missed\n" + where)
-        # Consecutive frames alternate flows: the rule takes every other one of what it sees.
+        # Consecutive frames alternate flows: the rule takes every other one of what it sees. A
+        # frame lost before the rule (veth's drops; in software also the socket's misses, when a
+        # loaded lcore left the fill ring empty) can shift that count by one, so the exact bound
+        # allows one per lost frame; the rule must still take half of what it saw.
         seen = sent - k_lost if kernel else received
-        self.assertLessEqual(abs(2 * hits - seen), 2 + (k_lost if kernel else 0),
-                             "the rule takes every other flow\n" + where)
+        lost_before_rule = k_lost + (0 if kernel else missed)
+        self.assertLessEqual(abs(2 * hits - seen), 2 + lost_before_rule, "the rule takes every other flow\n" + where)
+        self.assertLessEqual(abs(2 * hits - seen), 2 + seen // 20, "the rule takes half of the frames\n" + where)
         if kernel:
             self.assertIn("Placement: #0 kernel XDP", out, where)
             self.assertEqual(xs["xdp_prog_dropped"], hits, "the rule's count is the program's drops\n" + where)
