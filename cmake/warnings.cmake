@@ -39,6 +39,20 @@ ws_check_build_flags(${CMAKE_CXX_COMPILER} ${ws_probe_flags} ${ws_options})
 # The source root, and the build tree's include/ for generated headers (ws/version.hpp).
 target_include_directories(ws_flags INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/include)
 
+# With WS_PCH (the sanitizer build), every test binary reuses one precompiled header: GoogleTest's
+# and the standard headers take a third to a half of each test source's compile time at -O0 with
+# the sanitizers, and the tests have about sixty sources that share one set of flags.
+function(ws_test_pch)
+  if(TARGET ws_test_pch)
+    return()
+  endif()
+  file(WRITE ${PROJECT_BINARY_DIR}/ws_test_pch.cpp "")
+  add_library(ws_test_pch OBJECT ${PROJECT_BINARY_DIR}/ws_test_pch.cpp)
+  target_link_libraries(ws_test_pch PRIVATE GTest::gtest fmt::fmt ws_flags)
+  target_precompile_headers(ws_test_pch PRIVATE <gtest/gtest.h> <algorithm> <array> <atomic> <chrono> <cstdint>
+    <cstring> <expected> <memory> <span> <string> <string_view> <thread> <vector> <fmt/format.h>)
+endfunction()
+
 # ws_test(NAME SOURCES... LIBS ...): one GoogleTest binary registered with CTest (not in an
 # `optimized` build: CMakeLists.txt, WS_TEST_SET).
 function(ws_test name)
@@ -48,6 +62,10 @@ function(ws_test name)
   endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest_main ws_flags)
+  if(WS_PCH)
+    ws_test_pch()
+    target_precompile_headers(${name} REUSE_FROM ws_test_pch)
+  endif()
   gtest_discover_tests(${name} TEST_PREFIX "${name}." DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 endfunction()
 
