@@ -438,7 +438,7 @@ class PciGuest(unittest.TestCase):
         each; the rate is recorded. Returns the number sent."""
         dump = os.path.join(PciGuest.tmp, "tx{}.pcap".format(slot))
         before = len(read_pcap(dump))
-        run = self.run_testpmd(kind, [slot], ["--forward-mode=txonly", "--auto-start"], seconds=5)
+        run = self.run_testpmd(kind, [slot], ["--forward-mode=txonly", "--auto-start"], seconds=3)
         PciGuest.hosts[slot].drain(0.3)
         time.sleep(0.5)  # filter-dump writes as QEMU sends
         frames = read_pcap(dump)[before:]
