@@ -15,6 +15,12 @@
 //     woken by a frame the host sends after "probe: rx armed N"; then the link event fd, woken
 //     twice by the host toggling the link (QEMU's set_link) after "probe: link armed N".
 //
+//   ws-pci-guest-probe intr-quiet EAL-OPTIONS
+//     As `intr`, with one more RX step before the link: with the interrupt disabled (after the
+//     second wake-up), "probe: rx disabled", then the host's frame is polled from the ring while
+//     the fd is watched; "probe: rx quiet: N frames, woken yes|no" (no: the fd stayed quiet, up to
+//     100 ms after the frame came).
+//
 //   ws-pci-guest-probe link EAL-OPTIONS
 //     The link event fd alone, as in `intr` (virtio-net: configuration changes).
 //
@@ -144,11 +150,12 @@ bool wait_fd(int fd) {
   return ::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(step_timeout).count())) == 1;
 }
 
-// Frames polled from RX queue 0 for up to a second (the one that woke us, and any behind it).
-unsigned poll_frames(ws::Port& port) {
+// Frames polled from RX queue 0 until some came, for up to `limit` (the one that woke us, and
+// any behind it).
+unsigned poll_frames(ws::Port& port, std::chrono::milliseconds limit = std::chrono::seconds(1)) {
   ws::Mbuf* pkts[32];
   unsigned got = 0;
-  for (const auto end = Clock::now() + std::chrono::seconds(1); Clock::now() < end && got == 0;) {
+  for (const auto end = Clock::now() + limit; Clock::now() < end && got == 0;) {
     const std::uint16_t n = port.rx_burst(0, pkts, 32);
     if (n != 0) ws::mbuf_free_bulk({pkts, n});
     got += n;
@@ -159,7 +166,11 @@ unsigned poll_frames(ws::Port& port) {
 int rx_interrupts(ws::Port& port) {
   auto fd = port.rx_intr_fd(0);
   if (!fd) die(2, fd.error().message);
-  (void)poll_frames(port);
+  // The host sends after "rx armed": until then, the link up (a frame sent while it is down may
+  // be dropped) and the ring empty.
+  for (const auto end = Clock::now() + std::chrono::seconds(2); !port.link().up && Clock::now() < end;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  (void)poll_frames(port, std::chrono::milliseconds(100));
   for (int round = 0; round < 2; ++round) {
     if (auto ok = port.rx_intr_enable(0); !ok) die(2, ok.error().message);
     std::printf("probe: rx armed %d\n", round);
@@ -172,6 +183,36 @@ int rx_interrupts(ws::Port& port) {
     std::printf("probe: rx interrupt %d: %u frames\n", round, poll_frames(port));
   }
   return 0;
+}
+
+// Whether `fd` is readable now.
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// RX queue 0's interrupt disabled: the frame the host sends is polled, and the fd must not fire.
+int rx_quiet(ws::Port& port) {
+  auto fd = port.rx_intr_fd(0);
+  if (!fd) die(2, fd.error().message);
+  std::printf("probe: rx disabled\n");
+  std::fflush(stdout);
+  ws::Mbuf* pkts[32];
+  unsigned frames = 0;
+  bool woken = false;
+  for (const auto end = Clock::now() + step_timeout; frames == 0 && Clock::now() < end;) {
+    const std::uint16_t n = port.rx_burst(0, pkts, 32);
+    if (n != 0) ws::mbuf_free_bulk({pkts, n});
+    frames += n;
+    woken = woken || readable(*fd);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  for (const auto end = Clock::now() + std::chrono::milliseconds(100); frames != 0 && Clock::now() < end;) {
+    woken = woken || readable(*fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::printf("probe: rx quiet: %u frames, woken %s\n", frames, woken ? "yes" : "no");
+  return frames != 0 ? 0 : 1;
 }
 
 int link_events(ws::Port& port) {
@@ -193,7 +234,7 @@ int link_events(ws::Port& port) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) die(2, "usage: ws-pci-guest-probe stray|intr|link EAL-OPTIONS");
+  if (argc < 2) die(2, "usage: ws-pci-guest-probe stray|intr|intr-quiet|link EAL-OPTIONS");
   const std::string mode = argv[1];
   const ws::SplitArgs args = ws::split_args(argc - 1, argv + 1);
   auto options = ws::parse_eal_args(args.eal);
@@ -213,8 +254,9 @@ int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (mode == "stray") return stray(**eal, port);
   if (mode == "link") return link_events(port);
-  if (mode == "intr") {
-    const int rc = rx_interrupts(port);
+  if (mode == "intr" || mode == "intr-quiet") {
+    int rc = rx_interrupts(port);
+    if (rc == 0 && mode == "intr-quiet") rc = rx_quiet(port);
     return rc != 0 ? rc : link_events(port);
   }
   die(2, "unknown mode '" + mode + "'");

@@ -49,6 +49,7 @@ from guest import image, qemu
 
 BINARY = None  # the guest build of wirespeed-testpmd, set from --binary
 PROBE = None   # tests/pci_guest_probe.cpp's binary (--probe), same build
+L3FWD_POWER = None  # examples/l3fwd-power (--l3fwd-power), same build
 WORK = None    # guest images and results (--work; the build tree)
 DPDK = shutil.which("dpdk-testpmd")
 PMD_DIR = (sorted(glob.glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*")) or [None])[-1]
@@ -258,7 +259,7 @@ class PciGuest(unittest.TestCase):
         dpdk = ([DPDK] + [os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS + VHOST_NET_DPDK_PLUGINS]
                 if WITH_DPDK else [])
         return image.Image(KERNEL, modules=image.NET_MODULES + image.UIO_MODULES + image.VFIO_MODULES +
-                           image.VHOST_NET_MODULES, binaries=[BINARY] + ([PROBE] if PROBE else []) + dpdk,
+                           image.VHOST_NET_MODULES, binaries=[BINARY] + [b for b in (PROBE, L3FWD_POWER) if b] + dpdk,
                            scripts={"vhost_net_path": VHOST_NET_SCRIPT, "vhost_net_txonly": VHOST_NET_TXONLY}).build(
                                WORK, "pci-dpdk" if WITH_DPDK else "pci")
 
@@ -727,29 +728,37 @@ class PciGuestIsolation(unittest.TestCase):
 
 
 class PciGuestInterrupts(unittest.TestCase):
-    """Interrupts through the Port API (ws-pci-guest-probe's `intr` mode) on an 82574L: RX queue
-    0's fd, armed, fires when the host sends a frame, twice; the link event fd fires when QEMU's
+    """Interrupts through the Port API (ws-pci-guest-probe's `intr` mode) on an 82574L and on
+    virtio-net NICs: RX queue 0's fd, armed, fires when the host sends a frame, twice (virtio: and
+    a frame sent while it is disabled does not wake it); the link event fd fires when QEMU's
     monitor takes the link down (set_link off) and again up. Over vfio-pci with MSI-X (the
-    default: RX and link on vectors of their own, IVAR), and over uio_pci_generic with INTx
-    (/dev/uioN, unmasked after each). --vfio-intr=msi and legacy run with --all-vfio."""
+    default: RX and link on vectors of their own; e1000e's IVAR, virtio's queue_msix_vector), and
+    over uio_pci_generic with INTx (/dev/uioN, unmasked after each). --vfio-intr=msi (e1000e) and
+    legacy run with --all-vfio."""
 
     def setUp(self):
         need_guest(self)
         testpmd_harness.require(self, PROBE, "ws-pci-guest-probe (--probe) was not given")
 
-    def interrupts(self, driver, mode, vectors, eal="", slot=E1000_A, rx=True):
+    def interrupts(self, driver, mode, vectors, eal="", slot=E1000_A, rx=True, quiet=False):
+        """quiet: after the two wake-ups, a frame sent while the interrupt is disabled must not
+        wake the queue's fd (the probe's intr-quiet mode)."""
         g, host = PciGuest.guest, PciGuest.hosts[slot]
         PciGuest.bind([slot], driver)
         host.drain(0.05)
         began = time.monotonic()
         started = g.start_command("ws-pci-guest-probe {} -l 0 --file-prefix=probe --log-level=info {} -a {}".format(
-            "intr" if rx else "link", eal, bdf(slot)))
+            ("intr-quiet" if quiet else "intr") if rx else "link", eal, bdf(slot)))
         try:
             at = started[1]
             for r in range(2 if rx else 0):
                 armed = g.wait_for(r"probe: rx armed {}\n".format(r), 60, at)
                 host.send([udp_frame(mac(slot), r, 100, 7)])
                 at = g.wait_for(r"probe: (rx interrupt {}: \d+ frames|no rx interrupt)".format(r), 40, armed.end()).end()
+            if quiet:
+                disabled = g.wait_for(r"probe: (rx disabled\n|no )", 40, at)
+                host.send([udp_frame(mac(slot), 2, 100, 7)])
+                at = g.wait_for(r"probe: (rx quiet: .*\n|no )", 40, disabled.end()).end()
             for r, state in ((0, "off"), (1, "on")):
                 armed = g.wait_for(r"probe: (link armed {} |no )".format(r), 40, at)
                 PciGuest.monitor("set_link n{} {}".format(slot, state))
@@ -766,6 +775,8 @@ class PciGuestInterrupts(unittest.TestCase):
             frames = re.search(r"probe: rx interrupt {}: (\d+) frames".format(r), out)
             self.assertIsNotNone(frames, out[-3000:])
             self.assertEqual(int(frames.group(1)), 1, "the frame that woke the queue is there")
+        if quiet:
+            self.assertIn("probe: rx quiet: 1 frames, woken no", out)
         self.assertIn("probe: link event 0: link down", out)
         self.assertIn("probe: link event 1: link up", out)
 
@@ -801,14 +812,17 @@ class PciGuestInterrupts(unittest.TestCase):
         self.assertEqual(re.findall(r"Link status: (\w+)", out), ["down", "up"], out[-3000:])
         self.assertIn("interrupts over msix, 2 vectors", out)
 
-    def test_virtio_link_events_vfio_msix(self):
-        """virtio-net: link changes are configuration changes (VIRTIO_NET_F_STATUS), on MSI-X
-        vector 0 (msix_config)."""
-        self.interrupts(VFIO, "msix", "1 vector", slot=VIRTIO_C, rx=False)
+    def test_virtio_interrupts_vfio_msix(self):
+        """virtio-net (split ring, EVENT_IDX): RX queue 0 on MSI-X vector 1 (queue_msix_vector),
+        armed by used_event, quiet while disabled; link changes are configuration changes
+        (VIRTIO_NET_F_STATUS) on vector 0 (msix_config)."""
+        self.interrupts(VFIO, "msix", "2 vectors", slot=VIRTIO_C, quiet=True)
 
-    def test_virtio_link_events_uio_intx(self):
-        """virtio-net over INTx: ISR bit 1, read (and so lowered) by link()."""
-        self.interrupts(UIO, "legacy", "1 vector", slot=VIRTIO_C, rx=False)
+    def test_virtio_packed_interrupts_uio_intx(self):
+        """virtio-net (packed ring: the driver event suppression) over INTx: one interrupt for
+        every cause, told apart by ISR (bit 0 a queue, bit 1 the configuration), which the queue's
+        enable and link() read, lowering INTx."""
+        self.interrupts(UIO, "legacy", "1 vector", slot=VIRTIO_PACKED_D, quiet=True)
 
     def test_e1000e_interrupts_vfio_msix(self):
         self.interrupts(VFIO, "msix", "2 vectors")
@@ -821,13 +835,57 @@ class PciGuestInterrupts(unittest.TestCase):
     def _e1000e_interrupts_vfio_msi(self):
         self.interrupts(VFIO, "msi", "1 vector", "--vfio-intr=msi")
 
+    def test_virtio_l3fwd_power_vfio(self):
+        """examples/l3fwd-power on a virtio-net NIC over vfio-pci (MSI-X): idle, its lcore sleeps
+        (with a 1 s timeout, so that every wake-up before it is the queue's interrupt); a frame
+        the host sends wakes it and is routed back out of the NIC; the lcore sleeps again ("sleeps
+        until interrupt triggers"), and the next frame, the first after that sleep, wakes it and is
+        forwarded too."""
+        testpmd_harness.require(self, L3FWD_POWER, "l3fwd-power (--l3fwd-power) was not given")
+        slot, g, host = VIRTIO_C, PciGuest.guest, PciGuest.hosts[VIRTIO_C]
+        PciGuest.bind([slot], VFIO)
+        host.drain(0.05)
+        began = time.monotonic()
+        wait = ('w() {{ n=0; until [ "$(grep -c "$1" /tmp/l3p.out)" -ge $2 ] || [ $n -ge 300 ]; do sleep 0.05; '
+                'n=$((n+1)); done; }}; ')
+        script = (wait + "rm -f /tmp/l3p.out; l3fwd-power -l 0 --file-prefix=l3p -a {} -- -p 0x1 "
+                  "--route=10.99.72.0/24,0 --sleep-timeout 1000 > /tmp/l3p.out 2>&1 & p=$!; "
+                  "w 'entering main interrupt loop' 1; sleep 0.2; echo @@l3p ready; "
+                  "w 'is waked up from rx interrupt' 1; w 'sleeps until interrupt triggers' 1; echo @@l3p asleep; "
+                  "w 'is waked up from rx interrupt' 2; sleep 0.1; kill -INT $p; wait $p; "
+                  "echo \"@@l3p exit $?\"; cat /tmp/l3p.out").format(bdf(slot))
+        frames = [udp_frame(mac(slot), r, 100, 9) for r in range(2)]
+        started = g.start_command(script)
+        at = g.wait_for(r"@@l3p ready", 60, started[1]).end()
+        host.send(frames[:1])
+        g.wait_for(r"@@l3p asleep", 30, at)
+        host.send(frames[1:])
+        rc, out = g.wait_command(started, timeout=60)
+        got = host.drain(0.3)
+        sys.stderr.write("\n  l3fwd-power on virtio-net over vfio-pci: {:.1f} s\n".format(time.monotonic() - began))
+        self.assertEqual(rc, 0, out[-3000:])
+        testpmd_harness.assert_no_crash(self, out)
+        self.assertIn("@@l3p exit 0", out, out[-3000:])
+        self.assertIn("Bye...", out)
+        self.assertEqual(out.count("is waked up from rx interrupt on port 0 queue 0"), 2, out[-3000:])
+        self.assertIn("lcore 0 sleeps until interrupt triggers", out)
+        # Routed: the same frames with TTL 63 (and the IP checksum redone), in order.
+        self.assertEqual(len(got), 2, out[-3000:])
+        for sent, back in zip(frames, got):
+            self.assertEqual(back[22], 63)
+            self.assertEqual(back[34:], sent[34:])
+
     def _e1000e_interrupts_vfio_legacy(self):
         self.interrupts(VFIO, "legacy", "1 vector", "--vfio-intr=legacy")
+
+    def _virtio_interrupts_vfio_legacy(self):
+        self.interrupts(VFIO, "legacy", "1 vector", "--vfio-intr=legacy", slot=VIRTIO_C, quiet=True)
 
 
 if ALL_VFIO:
     PciGuestInterrupts.test_e1000e_interrupts_vfio_msi = PciGuestInterrupts._e1000e_interrupts_vfio_msi
     PciGuestInterrupts.test_e1000e_interrupts_vfio_legacy = PciGuestInterrupts._e1000e_interrupts_vfio_legacy
+    PciGuestInterrupts.test_virtio_interrupts_vfio_legacy = PciGuestInterrupts._virtio_interrupts_vfio_legacy
 
 
 # ---- virtio_user over the kernel's vhost-net (DPDK's exception path) ----
@@ -1052,18 +1110,20 @@ def tearDownModule():
 
 
 def main():
-    global WORK, PROBE
+    global WORK, PROBE, L3FWD_POWER
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--work", default=None)
     parser.add_argument("--source", default=None, help="the repository: the guest binary is built there first")
     parser.add_argument("--with-dpdk", action="store_true", help="each scenario with DPDK's PMDs too (see above)")
     parser.add_argument("--probe", default=None, help="ws-pci-guest-probe (tests/pci_guest_probe.cpp), of the same "
                         "build as --binary")
+    parser.add_argument("--l3fwd-power", default=None, help="examples/l3fwd-power, of the same build as --binary")
     parser.add_argument("--all-vfio", action="store_true", help="every scenario over vfio-pci too, not only "
                         "VFIO_SCENARIOS")
     parser.add_argument("--rates", action="store_true", help="RATE_SCENARIOS too")
     args, rest = parser.parse_known_args()
     PROBE = os.path.abspath(args.probe) if args.probe else None
+    L3FWD_POWER = os.path.abspath(args.l3fwd_power) if args.l3fwd_power else None
     WORK = os.path.abspath(args.work) if args.work else os.path.join(tempfile.gettempdir(), "wirespeed-guest")
     os.makedirs(WORK, exist_ok=True)
     if args.source:

@@ -2,7 +2,7 @@
 // net_virtio port: a virtio-net driver port (ws/virtio/net/port.hpp) on the virtio 1.x PCI
 // transport (ws/virtio/transport/pci.hpp): feature negotiation at probe, queue registers and
 // DRIVER_OK at start, the control queue for VIRTIO_NET_CTRL_MQ, link and MAC from the device
-// configuration.
+// configuration, RX-queue and link interrupts.
 #include "ws/drivers/virtio_pci/virtio_pci_port.hpp"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 
 #include "ws/core/log.hpp"
 #include "ws/pci/irq.hpp"
+#include "ws/port/intr_fd.hpp"
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/net/keys.hpp"
 #include "ws/virtio/net/port.hpp"
@@ -64,6 +65,7 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
         intr_mode_(intr_mode) {
     features_ = features;
     mac_ = mac;
+    rx_intr_.resize(queues.pairs);  // never resized again: lcores of different queues use it at once
   }
   ~VirtioPciPort() override {
     if (started()) stop();
@@ -73,9 +75,10 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
 
   // Down too once the device broke a ring: the port no longer passes traffic that way.
   LinkStatus link() const override {
-    if (link_events_) {  // the event is consumed: ISR read (INTx lowered), fd drained
+    if (link_intr_) {  // the event is consumed: ISR read (INTx lowered and unmasked), fd drained
       (void)t_->read_isr();
       irq_->ack(0);
+      link_intr_->drain();
     }
     if (!started() || !rings_healthy()) return {false, speed_, true};
     if (!has(features_, feature::status)) return {true, speed_, true};
@@ -90,8 +93,23 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
   }
   std::uint64_t dma_addr(const void* p) const override { return arena_.iova(p); }
   Result<int> do_link_event_fd() override;
+  Result<int> do_rx_intr_fd(std::uint16_t q) override {
+    auto f = rx_intr(q);
+    if (!f) return std::unexpected(f.error());
+    return (*f)->fd();
+  }
+  Result<void> do_rx_intr_enable(std::uint16_t q) override { return set_rx_intr(q, true); }
+  Result<void> do_rx_intr_disable(std::uint16_t q) override { return set_rx_intr(q, false); }
 
  private:
+  Result<void> enable_irq();
+  Result<IntrFd*> rx_intr(std::uint16_t q);
+  Result<void> set_rx_intr(std::uint16_t q, bool on);
+  // One vector per cause (MSI-X: configuration changes on 0, RX queue q on q + 1, as DPDK's
+  // virtio PMD), or one for all (INTx, MSI), which ISR tells apart.
+  bool shared_irq() const { return irq_->mode() != pci::IntrMode::msix; }
+  unsigned rx_vector(std::uint16_t q) const { return shared_irq() ? 0 : q + 1u; }
+  Result<void> queue_vector(std::uint16_t q) const;
   Result<void> config_vector() const;
   Result<void> mq_pairs_set(std::uint16_t pairs);
   template <bool Packed>
@@ -105,32 +123,100 @@ class VirtioPciPort final : public virtio::VirtioNetPort<virtio::PciHotPath> {
   volatile std::uint16_t* ctrl_notify_ = nullptr;
   const pci::Device& dev_;
   std::optional<pci::IntrMode> intr_mode_;
-  std::unique_ptr<pci::Interrupts> irq_;  // made on the first link_event_fd()
-  bool link_events_ = false;
+  std::unique_ptr<pci::Interrupts> irq_;  // made on the first link_event_fd() or rx_intr_*()
+  // What the application waits on: an epoll fd of ours holding the vector's fd, edge-triggered
+  // (ws/port/intr_fd.hpp). With one vector for every cause, each queue's fd and the link's fire
+  // at each interrupt, and whoever reads the vector's fd (ack) takes no event from the others.
+  std::unique_ptr<IntrFd> link_intr_;             // made by link_event_fd()
+  std::vector<std::unique_ptr<IntrFd>> rx_intr_;  // per RX queue, made by its first rx_intr_*()
 };
 
+// The device's vectors, once: MSI-X, one for configuration changes and one per RX queue pair
+// the device has (as many as its table holds); else the one INTx or MSI vector.
+Result<void> VirtioPciPort::enable_irq() {
+  if (irq_) return {};
+  auto irq = pci::Interrupts::enable(dev_, intr_mode_, 1u + static_cast<unsigned>(rx_intr_.size()));
+  if (!irq) return with_context(irq.error(), fmt::format("device '{}'", name()));
+  irq_ = std::move(*irq);
+  log(LogLevel::info, "{}: interrupts over {}, {} vector{}", name(), pci::intr_mode_name(irq_->mode()), irq_->count(),
+      irq_->count() == 1 ? "" : "s");
+  return config_vector();
+}
+
 // Link changes are configuration changes (VIRTIO_NET_F_STATUS): with MSI-X they go to vector 0,
-// msix_config (every queue keeps VIRTIO_MSI_NO_VECTOR: we poll them); with INTx the device
-// raises ISR bit 1.
+// msix_config; with INTx the device raises ISR bit 1.
 Result<int> VirtioPciPort::do_link_event_fd() {
   if (!has(features_, feature::status))
     return fail("device '{}': no VIRTIO_NET_F_STATUS: the device reports no link changes", name());
-  if (!irq_) {
-    auto irq = pci::Interrupts::enable(dev_, intr_mode_, 1);
-    if (!irq) return with_context(irq.error(), fmt::format("device '{}'", name()));
-    irq_ = std::move(*irq);
-    log(LogLevel::info, "{}: interrupts over {}, {} vector{}", name(), pci::intr_mode_name(irq_->mode()), irq_->count(),
-        irq_->count() == 1 ? "" : "s");
+  if (auto ok = enable_irq(); !ok) return std::unexpected(ok.error());
+  if (!link_intr_) {
+    auto f = std::make_unique<IntrFd>();
+    if (auto ok = f->open(fmt::format("device '{}': link interrupt", name())); !ok) return std::unexpected(ok.error());
+    if (auto ok = f->watch(irq_->fd(0)); !ok) return std::unexpected(ok.error());
+    link_intr_ = std::move(f);
   }
-  if (auto ok = config_vector(); !ok) return std::unexpected(ok.error());
-  link_events_ = true;
-  return irq_->fd(0);
+  return link_intr_->fd();
+}
+
+// RX queue q's fd. Its MSI-X vector is given to the device now when the port is started, else at
+// the start (a reset clears it).
+Result<IntrFd*> VirtioPciPort::rx_intr(std::uint16_t q) {
+  if (rx_intr_[q]) return rx_intr_[q].get();
+  if (auto ok = enable_irq(); !ok) return std::unexpected(ok.error());
+  const unsigned v = rx_vector(q);
+  if (v >= irq_->count())
+    return fail(
+        "device '{}': RX queue {} needs MSI-X vector {}, but the device has {} (vector 0 takes configuration changes; "
+        "QEMU: vectors=N on virtio-net-pci)",
+        name(), q, v, irq_->count());
+  auto f = std::make_unique<IntrFd>();
+  if (auto ok = f->open(fmt::format("device '{}': RX queue {} interrupt", name(), q)); !ok)
+    return std::unexpected(ok.error());
+  if (auto ok = f->watch(irq_->fd(v)); !ok) return std::unexpected(ok.error());
+  rx_intr_[q] = std::move(f);
+  if (started())
+    if (auto ok = queue_vector(q); !ok) return std::unexpected(ok.error());
+  return rx_intr_[q].get();
+}
+
+// The polling lcore, between bursts (DPDK's virtqueue_enable_intr/disable_intr): the ring's
+// suppression (split: VRING_AVAIL_F_NO_INTERRUPT, used_event with EVENT_IDX; packed: the driver
+// event suppression), then a look at the ring, so that a packet that came before the arming is
+// not waited for. With a shared vector the interrupt is acknowledged first: ISR read (the device
+// lowers INTx) and INTx unmasked, so that the next cause, this queue's or another's, interrupts;
+// and the events other causes queued on this queue's fd are dropped.
+Result<void> VirtioPciPort::set_rx_intr(std::uint16_t q, bool on) {
+  if (!started()) return fail("device '{}': RX queue {}: the port is not started", name(), q);
+  auto f = rx_intr(q);
+  if (!f) return std::unexpected(f.error());
+  if (on && shared_irq()) {
+    (*f)->drain();  // what other causes fired before the arming is no news of this queue
+    (void)t_->read_isr();
+    irq_->ack(0);
+  }
+  virtio::RxCommon& rq = *rxq_[q];
+  if (!rq.gate.enter()) return {};
+  const bool pending = rq.set_interrupt(on);
+  rq.gate.leave();
+  if (pending) (*f)->signal();
+  if (!on) (*f)->drain();
+  return {};
+}
+
+Result<void> VirtioPciPort::queue_vector(std::uint16_t q) const {
+  if (shared_irq()) return {};
+  const auto v = static_cast<std::uint16_t>(rx_vector(q));
+  if (const std::uint16_t got = t_->set_queue_vector(static_cast<std::uint16_t>(2 * q), v); got != v)
+    return fail("device '{}': the device did not take MSI-X vector {} for RX queue {} (it reads back {:#x})", name(), v,
+                q, got);
+  return {};
 }
 
 Result<void> VirtioPciPort::config_vector() const {
   if (!irq_ || irq_->mode() != pci::IntrMode::msix) return {};
-  if (t_->set_config_vector(0) != 0)
-    return fail("device '{}': the device did not take MSI-X vector 0 for configuration changes", name());
+  if (const std::uint16_t got = t_->set_config_vector(0); got != 0)
+    return fail("device '{}': the device did not take MSI-X vector 0 for configuration changes (it reads back {:#x})",
+                name(), got);
   return {};
 }
 
@@ -168,7 +254,10 @@ Result<void> VirtioPciPort::start_device() {
     if (!notify) return std::unexpected(notify.error());
     ctrl_notify_ = *notify;
   }
-  if (auto ok = config_vector(); !ok) return ok;  // the reset cleared it
+  if (auto ok = config_vector(); !ok) return ok;  // the reset cleared the vectors
+  for (std::uint16_t q = 0; q < rxq_.size(); ++q)
+    if (rx_intr_[q])
+      if (auto ok = queue_vector(q); !ok) return ok;
   t_->add_status(virtio::status::driver_ok);
   if ((t_->status() & virtio::status::needs_reset) != 0)
     return fail("device '{}': the device wants a reset right after DRIVER_OK (status {:#x})", name(), t_->status());

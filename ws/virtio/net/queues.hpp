@@ -112,7 +112,9 @@ struct VirtioRx final : RxCommon {
 
   void init(const RingArea& area, bool event_idx) override {
     engine.init(area, &health, event_idx);
-    engine.suppress_interrupts(true);  // we poll
+    // We poll. With EVENT_IDX the device reads used_event, not the flag: left at 0 (the ring is
+    // zeroed) it would ask for an interrupt at the first used buffer.
+    engine.disarm_interrupt();
     refill_owed = Packed ? 0 : area.size / 4;
     max_buffers = area.size;
   }
@@ -318,7 +320,7 @@ struct VirtioTx final : TxCommon {
 
   void init(const RingArea& area, bool event_idx) override {
     engine.init(area, &health, event_idx);
-    engine.suppress_interrupts(true);
+    engine.disarm_interrupt();  // as RX: no interrupt, EVENT_IDX or not
   }
   std::uint32_t fill() override { return 0; }
   std::uint32_t reclaim_sent() override {

@@ -13,8 +13,8 @@
 namespace ws::virtio {
 namespace {
 
-// struct virtio_pci_common_cfg (§4.1.4.3), byte offsets. msix_config is never written: a reset
-// sets it to no vector, which a polling driver keeps.
+// struct virtio_pci_common_cfg (§4.1.4.3), byte offsets. A reset sets msix_config and every
+// queue_msix_vector to no vector, which a polling driver keeps.
 namespace common {
 inline constexpr std::size_t device_feature_select = 0, device_feature = 4, driver_feature_select = 8,
                              driver_feature = 12, msix_config = 16, num_queues = 18, device_status = 20,
@@ -98,6 +98,12 @@ Result<std::unique_ptr<PciTransport>> PciTransport::open(const pci::Device& dev)
 std::uint16_t PciTransport::set_config_vector(std::uint16_t vector) const {
   common_write<std::uint16_t>(common::msix_config, vector);
   return common_read<std::uint16_t>(common::msix_config);
+}
+
+std::uint16_t PciTransport::set_queue_vector(std::uint16_t q, std::uint16_t vector) const {
+  common_write<std::uint16_t>(common::queue_select, q);
+  common_write<std::uint16_t>(common::queue_msix_vector, vector);
+  return common_read<std::uint16_t>(common::queue_msix_vector);
 }
 
 std::uint8_t PciTransport::read_isr() const {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The virtio 1.x PCI transport (virtio 1.2 §4.1), driver side: the vendor capabilities that
 // locate the common, notify, ISR and device configuration structures in the BARs, device reset
-// and status, feature negotiation, queue setup and the per-queue notify address. Modern devices
-// only (1af4:1041, and a transitional 1af4:1000 through its modern interface); no interrupts:
-// we poll, so no MSI-X vector is ever assigned.
+// and status, feature negotiation, queue setup and the per-queue notify address, the MSI-X
+// vectors of configuration changes and of queues. Modern devices only (1af4:1041, and a
+// transitional 1af4:1000 through its modern interface). A queue is set up with no vector (we
+// poll); a driver asked for interrupts gives it one.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -75,7 +76,11 @@ class PciTransport {
   // The MSI-X vector of configuration changes (msix_config, §4.1.4.3); returns the value read
   // back: 0xffff (VIRTIO_MSI_NO_VECTOR) when the device refused it. A reset clears it.
   std::uint16_t set_config_vector(std::uint16_t vector) const;
-  // ISR status (§4.1.4.5): bit 1 a configuration change; reading it clears it and lowers INTx.
+  // The MSI-X vector of queue `q` (queue_msix_vector), the same way: returns the value read back,
+  // 0xffff when the device refused it (a vector beyond its table). A reset clears it.
+  std::uint16_t set_queue_vector(std::uint16_t q, std::uint16_t vector) const;
+  // ISR status (§4.1.4.5): bit 0 a queue interrupt, bit 1 a configuration change; reading it
+  // clears both and lowers INTx.
   std::uint8_t read_isr() const;
   const std::string& name() const { return name_; }
 
