@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "app/testpmd/fwd/engine.hpp"
+#include "ws/core/hex.hpp"
 #include "ws/core/lcore.hpp"
 #include "ws/core/mbuf.hpp"
 #include "ws/core/mempool.hpp"
@@ -49,12 +50,8 @@ Result<std::vector<std::uint16_t>> parse_txpkts(std::string_view v) {
 
 // A hexadecimal mask, "0x3" or "3", of at most 64 bits.
 Result<std::uint64_t> parse_hex(std::string_view option, std::string_view v) {
-  const std::string_view digits = v.starts_with("0x") || v.starts_with("0X") ? v.substr(2) : v;
-  std::uint64_t n = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n, 16);
-  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
-    return fail("{}={}: expected a hexadecimal mask such as 0x3", option, v);
-  return n;
+  if (auto n = parse_hex_mask(v)) return *n;
+  return fail("{}={}: expected a hexadecimal mask such as 0x3", option, v);
 }
 
 // "0,2-3": ports in increasing order, each below max_ports, none twice.

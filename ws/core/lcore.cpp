@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "ws/core/hex.hpp"
 #include "ws/core/log.hpp"
 
 namespace ws {
@@ -105,12 +106,8 @@ Result<std::vector<LcoreConfig>> parse_lcore_list(std::string_view text) {
 }
 
 Result<std::vector<LcoreConfig>> parse_core_mask(std::string_view text) {
-  std::string_view digits = text;
-  if (digits.starts_with("0x") || digits.starts_with("0X")) digits.remove_prefix(2);
-  unsigned long long mask = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), mask, 16);
-  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || mask == 0)
-    return fail("-c '{}': expected a non-zero hexadecimal core mask such as 0x3", text);
+  const std::uint64_t mask = parse_hex_mask(text).value_or(0);
+  if (mask == 0) return fail("-c '{}': expected a non-zero hexadecimal core mask such as 0x3", text);
   std::vector<unsigned> ids;
   for (unsigned b = 0; b < 64; ++b)
     if (mask & (1ULL << b)) ids.push_back(b);

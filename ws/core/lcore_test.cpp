@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "ws/core/hex.hpp"
 #include "ws/testing/require.hpp"
 
 namespace ws {
@@ -82,6 +83,14 @@ TEST(Lcore, CoreMask) {
   expect_error(parse_core_mask("0xf"), {"-c '0xf'", "CPU 2"});
   for (std::string_view bad : {"", "0x", "0", "0x0", "0xg", "zz", "0x1 "})
     expect_error(parse_core_mask(bad), {"non-zero hexadecimal core mask"});
+}
+
+TEST(HexMask, DigitsWithOrWithoutPrefixAndNothingElse) {
+  EXPECT_EQ(parse_hex_mask("0x3"), 3u);
+  EXPECT_EQ(parse_hex_mask("0XfF"), 0xffu);
+  EXPECT_EQ(parse_hex_mask("ffffffffffffffff"), ~std::uint64_t{0});
+  for (std::string_view bad : {"", "0x", "0x1 ", " 1", "0xg", "-1", "1ffffffffffffffff", "0x0x1"})
+    EXPECT_EQ(parse_hex_mask(bad), std::nullopt) << bad;
 }
 
 TEST(Lcore, MapOnSharedCpus) {

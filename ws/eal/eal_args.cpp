@@ -9,6 +9,8 @@
 #include <charconv>
 #include <optional>
 
+#include "ws/core/hex.hpp"
+
 namespace ws {
 namespace {
 
@@ -435,12 +437,9 @@ Result<EalOptions> parse_eal_args(std::span<const std::string> args) {
 }
 
 Result<std::vector<std::uint16_t>> parse_port_mask(std::string_view text, std::uint16_t port_count) {
-  std::string_view digits = text;
-  if (digits.starts_with("0x") || digits.starts_with("0X")) digits.remove_prefix(2);
-  std::uint64_t mask = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), mask, 16);
-  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
-    return fail("port mask '{}': expected a hexadecimal mask such as 0x3 (bit i: port i)", text);
+  const auto parsed = parse_hex_mask(text);
+  if (!parsed) return fail("port mask '{}': expected a hexadecimal mask such as 0x3 (bit i: port i)", text);
+  const std::uint64_t mask = *parsed;
   if (mask == 0) return fail("port mask '{}' names no port (bit i: port i; {} port(s) exist)", text, port_count);
   const std::uint64_t all = port_count >= 64 ? ~0ULL : (1ULL << port_count) - 1;
   if (mask & ~all) {
