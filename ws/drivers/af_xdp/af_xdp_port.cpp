@@ -155,8 +155,9 @@ class AfXdpPort final : public Port {
       }
     }
     if (auto ok = open_moved_sockets(); !ok) {
-      close_all();
-      return ok;
+      // The port works without them: queue rules stay in software.
+      log(LogLevel::warning, "{}: queue rules stay in software: {}", name(), ok.error().message);
+      close_moved();
     }
     return {};
   }
@@ -239,6 +240,7 @@ class AfXdpPort final : public Port {
   Result<void> bind_socket(std::uint16_t q);
   void configure_busy_poll(std::uint16_t q);
   Result<void> open_moved_sockets();
+  void close_moved();
   Result<void> open_moved_socket(std::uint16_t from, std::uint16_t to);
   Result<XdpRule> xdp_rule(const FlowRule& rule) const;
   std::array<std::uint64_t, counter_slots> program_counters() const;
@@ -500,6 +502,20 @@ Result<void> AfXdpPort::open_moved_socket(std::uint16_t from, std::uint16_t to) 
   return {};
 }
 
+void AfXdpPort::close_moved() {
+  for (auto& rx : rxq_) {
+    rx->moving = nullptr;
+    rx->moved_count = rx->return_count = 0;
+  }
+  const std::uint32_t none = 0;
+  if (config_fd_ >= 0) bpf_map_update_elem(config_fd_, &config_queues, &none, BPF_ANY);
+  for (auto& m : moved_)
+    for (auto* x : m.xsk) xsk_socket__delete(x);
+  moved_.clear();
+  returns_.clear();
+  moving_.store(false, std::memory_order_relaxed);
+}
+
 // The rule as ws_rules holds it, or why the program cannot do it.
 Result<XdpRule> AfXdpPort::xdp_rule(const FlowRule& rule) const {
   XdpRule r{};
@@ -511,7 +527,8 @@ Result<XdpRule> AfXdpPort::xdp_rule(const FlowRule& rule) const {
       r.action = xdp_rule_queue;
       r.queue = a.queue;
     } else if (a.type == FlowActionType::queue) {
-      return fail("the XDP program moves frames between queues only with 2 to {} queues", max_moving_queues);
+      return fail("queue rules run in the XDP program with 2 to {} queues and its ws_queue_xsks map",
+                  max_moving_queues);
     } else {
       return fail("the XDP program offloads only drop and queue");
     }
@@ -567,11 +584,7 @@ FlowCounts AfXdpPort::do_flow_offload_counts(const FlowOffload& offload) const {
 }
 
 void AfXdpPort::close_all() {
-  for (auto& m : moved_)  // before their owners: they hold references on the owners' UMEMs
-    for (auto* x : m.xsk) xsk_socket__delete(x);
-  moved_.clear();
-  returns_.clear();
-  moving_.store(false, std::memory_order_relaxed);
+  close_moved();  // before the owners: the moved sockets hold references on their UMEMs
   for (auto& k : socks_) {
     if (k.xsk) xsk_socket__delete(k.xsk);
     if (k.umem) xsk_umem__delete(k.umem);
