@@ -29,7 +29,7 @@ namespace ws::af_xdp_pmd {
 // every frame of that UMEM's RX half, so it never fills).
 struct MovedRx {
   xsk_ring_cons rx{};
-  const std::uint8_t* umem = nullptr;
+  std::uint8_t* umem = nullptr;
   Ring<std::uint64_t>* back = nullptr;
 };
 
@@ -75,8 +75,8 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
   // Copies the `got` frames at idx of `ring` (in `base`) into the mbufs at pkts, allocated
   // already, and releases them from the ring; their UMEM addresses go to addrs. Returns the
   // mbufs kept (pkts is compacted).
-  std::uint32_t copy_in(xsk_ring_cons& ring, const std::uint8_t* base, std::uint32_t idx, std::uint32_t got,
-                        Mbuf** pkts, std::uint64_t* addrs) noexcept {
+  std::uint32_t copy_in(xsk_ring_cons& ring, std::uint8_t* base, std::uint32_t idx, std::uint32_t got, Mbuf** pkts,
+                        std::uint64_t* addrs) noexcept {
     std::uint64_t bytes = 0;
     std::uint32_t kept = 0;
     for (std::uint32_t i = 0; i < got; ++i) {
@@ -92,7 +92,7 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
         continue;
       }
       const auto len = static_cast<std::uint16_t>(d->len);
-      std::memcpy(m->data(), xsk_umem__get_data(const_cast<std::uint8_t*>(base), d->addr), len);
+      std::memcpy(m->data(), xsk_umem__get_data(base, d->addr), len);
       m->data_len = len;
       m->pkt_len = len;
       m->ol_flags = 0;
