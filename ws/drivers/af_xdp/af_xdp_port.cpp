@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // net_af_xdp port: device keys, loading and attaching our XDP program (native mode, falling back
 // to skb mode with a log line), one UMEM (in the port's Arena) and one AF_XDP socket per queue,
-// the program's counters and the sockets' XDP_STATISTICS in stats and xstats.
+// the program's counters and the sockets' XDP_STATISTICS in stats and xstats; flow rules the
+// program can do (drop, and queue through sockets sharing each queue's UMEM) written into its maps.
 #include "ws/drivers/af_xdp/af_xdp_port.hpp"
 
 #include <bpf/bpf.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <vector>
@@ -40,8 +42,8 @@ constexpr std::array af_xdp_params = {
               "preferred busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET): packets per busy poll, 0 = off; "
               "if the kernel refuses, a log line and interrupt-driven mode"},
     ParamSpec{"flow_offload", "bool", "1",
-              "flow rules the XDP program can do (drop, with count) run in it, a prefix of group 0 in "
-              "matching order; 0: every rule in software"},
+              "flow rules the XDP program can do (drop; queue with several queues; with count) run in it, a "
+              "prefix of group 0 in matching order; 0: every rule in software"},
     ParamSpec{"force_copy", "bool", "0",
               "bind in copy mode; otherwise zero-copy is tried in native mode and copy mode used, with a log "
               "line, when the driver offers none (veth offers none)"},
@@ -61,15 +63,26 @@ struct XdpRule {
   std::array<std::uint64_t, 8> mask;
   std::array<std::uint64_t, 8> value;
   std::uint32_t layers;
-  std::uint32_t action;  // 0: drop
+  std::uint32_t action;  // xdp_rule_drop or xdp_rule_queue
+  std::uint32_t queue;   // xdp_rule_queue: the port RX queue
+  std::uint32_t pad;
 };
-static_assert(sizeof(XdpRule) == 136 && sizeof(FlowBytes) == sizeof(XdpRule::mask));
+static_assert(sizeof(XdpRule) == 144 && sizeof(FlowBytes) == sizeof(XdpRule::mask));
+constexpr std::uint32_t xdp_rule_drop = 0;
+constexpr std::uint32_t xdp_rule_queue = 1;
 struct XdpRuleCount {  // struct ws_rule_count, per CPU
   std::uint64_t packets;
   std::uint64_t bytes;
 };
 constexpr std::uint32_t xdp_max_rules = 64;  // ws_rules' max_entries
 constexpr std::uint32_t config_rules = 2;    // ws_config's key for the number of rules
+constexpr std::uint32_t config_start = 3;    // ... the port's first interface queue
+constexpr std::uint32_t config_queues = 4;   // ... its queues, once ws_queue_xsks is filled
+// Queue rules: ws_queue_xsks holds max_moving_queues squared sockets; ws_counters has the
+// program's three counters, a spare slot, then frames moved to each port queue.
+constexpr std::uint32_t max_moving_queues = 16;
+constexpr std::uint32_t counter_moved = 4;
+constexpr std::uint32_t counter_slots = counter_moved + max_moving_queues;
 
 struct ProgChoice {
   ProgMode mode = mode_redirect_all;
@@ -90,6 +103,14 @@ struct QueueSocket {
   std::uint8_t* area = nullptr;
   std::vector<std::uint64_t> tx_free;
   std::vector<std::uint64_t> rx_stash;
+};
+
+// Port queue N's sockets on the other interface queues, for queue rules (af_xdp_rxtx.hpp): the
+// RX rings, the sockets, and queue N's entries in the owners' lists of rings coming back.
+struct MovedSockets {
+  std::vector<af_xdp_pmd::MovedRx> rx;
+  std::vector<xsk_socket*> xsk;
+  std::vector<std::unique_ptr<Ring<std::uint64_t>>> back;
 };
 
 class AfXdpPort final : public Port {
@@ -132,6 +153,11 @@ class AfXdpPort final : public Port {
         close_all();
         return ok;
       }
+    }
+    if (auto ok = open_moved_sockets(); !ok) {
+      // The port works without them: queue rules stay in software.
+      log(LogLevel::warning, "{}: queue rules stay in software: {}", name(), ok.error().message);
+      close_moved();
     }
     return {};
   }
@@ -176,7 +202,9 @@ class AfXdpPort final : public Port {
  public:
   PortStats read_stats() const override {
     PortStats s = sum_queues(rxq_, txq_);
-    for (const auto& k : socks_) s.imissed += socket_stats(k).rx_dropped;
+    for (const auto& k : socks_) s.imissed += socket_stats(k.xsk).rx_dropped;
+    for (const auto& m : moved_)
+      for (auto* x : m.xsk) s.imissed += socket_stats(x).rx_dropped;
     return s;
   }
 
@@ -187,12 +215,16 @@ class AfXdpPort final : public Port {
     out.push_back({"xdp_prog_redirected", c[1]});
     out.push_back({"xdp_prog_passed", c[2]});
     for (std::size_t q = 0; q < socks_.size(); ++q) {
-      const xdp_statistics st = socket_stats(socks_[q]);
-      out.push_back({fmt::format("rx_q{}_ring_full", q), st.rx_ring_full});
+      const xdp_statistics st = socket_stats(socks_[q].xsk);
+      std::uint64_t moved_full = 0;  // the fill ring is the owner's: its empty count is there
+      if (q < moved_.size())
+        for (auto* x : moved_[q].xsk) moved_full += socket_stats(x).rx_ring_full;
+      out.push_back({fmt::format("rx_q{}_ring_full", q), st.rx_ring_full + moved_full});
       out.push_back({fmt::format("rx_q{}_fill_ring_empty", q), st.rx_fill_ring_empty_descs});
       out.push_back({fmt::format("rx_q{}_invalid_descs", q), st.rx_invalid_descs});
       out.push_back({fmt::format("tx_q{}_invalid_descs", q), st.tx_invalid_descs});
       out.push_back({fmt::format("tx_q{}_ring_full", q), txq_[q]->counters.full.read()});
+      if (q < max_moving_queues) out.push_back({fmt::format("rx_q{}_xdp_moved", q), c[counter_moved + q]});
     }
     return out;
   }
@@ -207,11 +239,15 @@ class AfXdpPort final : public Port {
   Result<void> open_socket(std::uint16_t q);
   Result<void> bind_socket(std::uint16_t q);
   void configure_busy_poll(std::uint16_t q);
-  std::array<std::uint64_t, 3> program_counters() const;
-  static xdp_statistics socket_stats(const QueueSocket& k) {
+  Result<void> open_moved_sockets();
+  void close_moved();
+  Result<void> open_moved_socket(std::uint16_t from, std::uint16_t to);
+  Result<XdpRule> xdp_rule(const FlowRule& rule) const;
+  std::array<std::uint64_t, counter_slots> program_counters() const;
+  static xdp_statistics socket_stats(const xsk_socket* xsk) {
     xdp_statistics st{};
     socklen_t len = sizeof st;
-    if (k.xsk) ::getsockopt(xsk_socket__fd(k.xsk), SOL_XDP, XDP_STATISTICS, &st, &len);
+    if (xsk) ::getsockopt(xsk_socket__fd(xsk), SOL_XDP, XDP_STATISTICS, &st, &len);
     return st;
   }
   void close_all();
@@ -231,8 +267,12 @@ class AfXdpPort final : public Port {
   int xsks_map_fd_ = -1;
   int counters_fd_ = -1;
   int config_fd_ = -1;
-  int rules_fd_ = -1;        // ws_rules, or -1: the program takes no rules
-  int rule_counts_fd_ = -1;  // ws_rule_counts
+  int rules_fd_ = -1;                                       // ws_rules, or -1: the program takes no rules
+  int rule_counts_fd_ = -1;                                 // ws_rule_counts
+  int queue_xsks_fd_ = -1;                                  // ws_queue_xsks, or -1: queue rules stay in software
+  std::atomic<bool> moving_{false};                         // a queue rule is in the program: RX reads moved_
+  std::vector<MovedSockets> moved_;                         // per port queue, when the program can take queue rules
+  std::vector<std::vector<Ring<std::uint64_t>*>> returns_;  // per port queue: rings of its frames
   std::unique_ptr<Arena> arena_;
   std::vector<QueueSocket> socks_;
   std::vector<std::unique_ptr<af_xdp_pmd::RxQueue>> rxq_;
@@ -257,11 +297,13 @@ Result<void> AfXdpPort::load_program() {
   rules_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_rules");
   rule_counts_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_rule_counts");
   config_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_config");
+  queue_xsks_fd_ = bpf_object__find_map_fd_by_name(obj_, "ws_queue_xsks");
   if (const int cfg = config_fd_; cfg >= 0) {
     const std::uint32_t k0 = 0, k1 = 1;
     const std::uint32_t mode = prog_.mode, port = prog_.udp_port;
     bpf_map_update_elem(cfg, &k0, &mode, BPF_ANY);
     bpf_map_update_elem(cfg, &k1, &port, BPF_ANY);
+    bpf_map_update_elem(cfg, &config_start, &start_queue_, BPF_ANY);
   }
   const int fd = bpf_program__fd(prog);
   if (!skb_mode_) {
@@ -382,8 +424,8 @@ void AfXdpPort::configure_busy_poll(std::uint16_t q) {
   busy_budget_ = 0;
 }
 
-std::array<std::uint64_t, 3> AfXdpPort::program_counters() const {
-  std::array<std::uint64_t, 3> out{};
+std::array<std::uint64_t, counter_slots> AfXdpPort::program_counters() const {
+  std::array<std::uint64_t, counter_slots> out{};
   if (counters_fd_ < 0) return out;
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return out;
@@ -394,28 +436,124 @@ std::array<std::uint64_t, 3> AfXdpPort::program_counters() const {
   return out;
 }
 
+// Queue rules need, for each interface queue i and each other port queue N, a socket bound to
+// queue i that port queue N reads (af_xdp_rxtx.hpp). Made when the program has ws_queue_xsks,
+// with flow_offload and 2 to max_moving_queues queues; the queue count goes into ws_config
+// last, once every socket is in ws_queue_xsks.
+Result<void> AfXdpPort::open_moved_sockets() {
+  const auto n = static_cast<std::uint16_t>(socks_.size());
+  moved_.clear();
+  returns_.clear();
+  if (!flow_offload_ || queue_xsks_fd_ < 0 || config_fd_ < 0 || n < 2 || n > max_moving_queues) return {};
+  moved_.resize(n);
+  returns_.resize(n);
+  for (auto& m : moved_) m.rx.resize(n - 1u);  // never resized again: RX queues point into it
+  for (std::uint16_t to = 0; to < n; ++to)
+    for (std::uint16_t from = 0; from < n; ++from)
+      if (from != to)
+        if (auto ok = open_moved_socket(from, to); !ok) return ok;
+  for (std::uint16_t q = 0; q < n; ++q) {
+    const std::uint32_t key = std::uint32_t{q} * n + q;
+    const int fd = xsk_socket__fd(socks_[q].xsk);
+    if (int e = bpf_map_update_elem(queue_xsks_fd_, &key, &fd, BPF_ANY); e != 0)
+      return fail("device '{}': queue {}: cannot insert the socket in ws_queue_xsks: {}", name(), q, std::strerror(-e));
+    auto& rx = *rxq_[q];
+    rx.moving = &moving_;
+    rx.moved = moved_[q].rx.data();
+    rx.moved_count = n - 1u;
+    rx.returns = returns_[q].data();
+    rx.return_count = static_cast<std::uint32_t>(returns_[q].size());
+  }
+  const std::uint32_t queues = n;
+  if (int e = bpf_map_update_elem(config_fd_, &config_queues, &queues, BPF_ANY); e != 0)
+    return fail("device '{}': cannot write the queue count into ws_config: {}", name(), std::strerror(-e));
+  return {};
+}
+
+// A socket bound to interface queue `from`, sharing its UMEM, fill and completion rings
+// (XDP_SHARED_UMEM on the same queue), whose RX ring port queue `to` reads; frames go back to
+// `from` through a ring of their own.
+Result<void> AfXdpPort::open_moved_socket(std::uint16_t from, std::uint16_t to) {
+  MovedSockets& m = moved_[to];
+  af_xdp_pmd::MovedRx& rx = m.rx[m.xsk.size()];
+  xsk_socket_config cfg{};
+  cfg.rx_size = ring_slots;  // no TX ring: port queue `to` sends on its own socket
+  cfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+  cfg.xdp_flags = attach_flags_;
+  cfg.bind_flags = 0;  // the kernel takes none with XDP_SHARED_UMEM: the mode is the owner's
+  xsk_socket* xsk = nullptr;
+  if (int e = xsk_socket__create_shared(&xsk, iface_.c_str(), start_queue_ + from, socks_[from].umem, &rx.rx, nullptr,
+                                        &rxq_[from]->fill, &txq_[from]->comp, &cfg);
+      e != 0)
+    return fail("device '{}': cannot bind a socket sharing queue {}'s UMEM for queue rules to queue {}: {}", name(),
+                start_queue_ + from, to, std::strerror(-e));
+  m.xsk.push_back(xsk);
+  auto back = Ring<std::uint64_t>::create(name() + "_xdp_back",
+                                          {.size = ring_slots, .producer = Sync::single, .consumer = Sync::single});
+  if (!back) return std::unexpected(back.error());
+  rx.umem = socks_[from].area;
+  rx.back = back->get();
+  returns_[from].push_back(back->get());
+  m.back.push_back(std::move(*back));
+  const std::uint32_t key = std::uint32_t{from} * static_cast<std::uint32_t>(socks_.size()) + to;
+  const int fd = xsk_socket__fd(xsk);
+  if (int e = bpf_map_update_elem(queue_xsks_fd_, &key, &fd, BPF_ANY); e != 0)
+    return fail("device '{}': cannot insert a socket in ws_queue_xsks: {}", name(), std::strerror(-e));
+  return {};
+}
+
+void AfXdpPort::close_moved() {
+  for (auto& rx : rxq_) {
+    rx->moving = nullptr;
+    rx->moved_count = rx->return_count = 0;
+  }
+  const std::uint32_t none = 0;
+  if (config_fd_ >= 0) bpf_map_update_elem(config_fd_, &config_queues, &none, BPF_ANY);
+  for (auto& m : moved_)
+    for (auto* x : m.xsk) xsk_socket__delete(x);
+  moved_.clear();
+  returns_.clear();
+  moving_.store(false, std::memory_order_relaxed);
+}
+
+// The rule as ws_rules holds it, or why the program cannot do it.
+Result<XdpRule> AfXdpPort::xdp_rule(const FlowRule& rule) const {
+  XdpRule r{};
+  for (const FlowAction& a : rule.actions) {
+    if (a.type == FlowActionType::count) continue;
+    if (a.type == FlowActionType::drop) {
+      r.action = xdp_rule_drop;
+    } else if (a.type == FlowActionType::queue && a.queue < moved_.size()) {
+      r.action = xdp_rule_queue;
+      r.queue = a.queue;
+    } else if (a.type == FlowActionType::queue) {
+      return fail("queue rules run in the XDP program with 2 to {} queues and its ws_queue_xsks map",
+                  max_moving_queues);
+    } else {
+      return fail("the XDP program offloads only drop and queue");
+    }
+  }
+  const auto match = flow_exact_match(rule);
+  if (!match) return fail("ranges (last) stay in software");
+  std::memcpy(r.mask.data(), match->mask.data(), sizeof r.mask);
+  std::memcpy(r.value.data(), match->value.data(), sizeof r.value);
+  r.layers = match->layers;
+  return r;
+}
+
 FlowOffloadResult AfXdpPort::do_flow_offload(const FlowRule& rule, std::uint32_t slot) {
   const auto refuse = [](std::string why) { return std::unexpected(FlowOffloadRefusal{false, std::move(why)}); };
   if (!flow_offload_) return refuse("flow_offload=0");
   if (rules_fd_ < 0 || rule_counts_fd_ < 0 || config_fd_ < 0) return refuse("the XDP program takes no rules");
   if (slot >= xdp_max_rules) return refuse(fmt::format("the XDP program holds {} rules", xdp_max_rules));
-  // An AF_XDP socket takes only packets of the interface queue it is bound to (the kernel
-  // checks it at redirect), so the program cannot move a packet to another queue's socket:
-  // queue rules stay in software.
-  if (std::ranges::any_of(rule.actions, [](const FlowAction& a) {
-        return a.type != FlowActionType::drop && a.type != FlowActionType::count;
-      }))
-    return refuse("the XDP program offloads only drop");
-  const auto match = flow_exact_match(rule);
-  if (!match) return refuse("ranges (last) stay in software");
-  XdpRule r{};
-  std::memcpy(r.mask.data(), match->mask.data(), sizeof r.mask);
-  std::memcpy(r.value.data(), match->value.data(), sizeof r.value);
-  r.layers = match->layers;
+  const auto r = xdp_rule(rule);
+  if (!r) return refuse(r.error().message);
+  // RX reads the moved rings from now on; the program moves nothing before the rule is whole.
+  if (r->action == xdp_rule_queue) moving_.store(true, std::memory_order_relaxed);
   const int cpus = libbpf_num_possible_cpus();
   const std::vector<XdpRuleCount> zero(static_cast<std::size_t>(std::max(cpus, 1)));
   const std::uint32_t n = slot + 1;
-  int e = bpf_map_update_elem(rules_fd_, &slot, &r, BPF_ANY);
+  int e = bpf_map_update_elem(rules_fd_, &slot, &*r, BPF_ANY);
   if (e == 0) e = bpf_map_update_elem(rule_counts_fd_, &slot, zero.data(), BPF_ANY);
   if (e == 0) e = bpf_map_update_elem(config_fd_, &config_rules, &n, BPF_ANY);  // last: the rule is whole
   if (e != 0)
@@ -446,6 +584,7 @@ FlowCounts AfXdpPort::do_flow_offload_counts(const FlowOffload& offload) const {
 }
 
 void AfXdpPort::close_all() {
+  close_moved();  // before the owners: the moved sockets hold references on their UMEMs
   for (auto& k : socks_) {
     if (k.xsk) xsk_socket__delete(k.xsk);
     if (k.umem) xsk_umem__delete(k.umem);
@@ -457,7 +596,7 @@ void AfXdpPort::close_all() {
   attach_flags_ = 0;
   if (obj_) bpf_object__close(obj_);
   obj_ = nullptr;
-  xsks_map_fd_ = counters_fd_ = config_fd_ = rules_fd_ = rule_counts_fd_ = -1;
+  xsks_map_fd_ = counters_fd_ = config_fd_ = rules_fd_ = rule_counts_fd_ = queue_xsks_fd_ = -1;
   arena_.reset();
 }
 

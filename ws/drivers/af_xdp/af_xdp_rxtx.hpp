@@ -4,16 +4,34 @@
 // copies packets into free UMEM frames, posts them on the TX ring, and recycles frames from the
 // completion ring. Wakeups only when the kernel asks (XDP_USE_NEED_WAKEUP); with preferred busy
 // polling an empty RX poll calls recvfrom() so the kernel runs the queue's NAPI in our context.
+//
+// Offloaded queue rules: the XDP program may send a frame that arrived on interface queue i to
+// port queue N. The kernel delivers a frame only to a socket bound to the queue it arrived on,
+// so queue N also reads the RX ring of one more socket per other queue i, bound to queue i and
+// sharing its UMEM and fill ring (MovedRx). The fill ring has one producer, queue i: queue N
+// copies the frame and hands its address back to queue i through a single-producer
+// single-consumer ring, and queue i puts it on its fill ring.
 #pragma once
 #include <sys/socket.h>
 #include <xdp/xsk.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "ws/core/mbuf.hpp"
+#include "ws/core/ring.hpp"
 #include "ws/port/port.hpp"
 
 namespace ws::af_xdp_pmd {
+
+// Frames the XDP program moved to this port queue from another interface queue: the RX ring of
+// a socket bound to that queue, the owner's UMEM, and the ring back to the owner (which holds
+// every frame of that UMEM's RX half, so it never fills).
+struct MovedRx {
+  xsk_ring_cons rx{};
+  std::uint8_t* umem = nullptr;
+  Ring<std::uint64_t>* back = nullptr;
+};
 
 struct alignas(cache_line_bytes) RxQueue : QueueBase {
   xsk_ring_cons rx{};
@@ -27,6 +45,13 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
   std::uint64_t* stash = nullptr;  // capacity: every RX frame
   std::uint32_t stashed = 0;
   bool busy_poll = false;
+  // Offloaded queue rules (see the top of the file): read only while *moving, which the port
+  // sets before the XDP program moves its first frame.
+  const std::atomic<bool>* moving = nullptr;
+  MovedRx* moved = nullptr;  // moved_count rings, one per other interface queue
+  std::uint32_t moved_count = 0;
+  Ring<std::uint64_t>** returns = nullptr;  // return_count rings of this UMEM's frames coming back
+  std::uint32_t return_count = 0;
   RxQueueCounters counters;
 
   void refill(const std::uint64_t* addrs, std::uint32_t n) noexcept {
@@ -47,32 +72,15 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
     }
   }
 
-  std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
-    if (stashed) [[unlikely]] {
-      std::uint64_t retry[mbuf_max_burst * 4];
-      const std::uint32_t k = std::min<std::uint32_t>(stashed, mbuf_max_burst * 4);
-      stashed -= k;
-      std::memcpy(retry, stash + stashed, sizeof(std::uint64_t) * k);
-      refill(retry, k);
-    }
-    std::uint32_t idx = 0;
-    const std::uint32_t got = xsk_ring_cons__peek(&rx, n, &idx);
-    if (got == 0) {
-      // The kernel sleeps until woken when the fill ring ran dry (need-wakeup mode); busy
-      // polling needs the call to run the NAPI context at all.
-      if (busy_poll || xsk_ring_prod__needs_wakeup(&fill)) ::recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
-      return 0;
-    }
-    if (!pool->raw_alloc_bulk(std::span<Mbuf*>(pkts, got))) [[unlikely]] {
-      xsk_ring_cons__cancel(&rx, got);  // the frames stay in the ring for the next call
-      counters.nombuf.add(got);
-      return 0;
-    }
-    std::uint64_t addrs[mbuf_max_burst];
+  // Copies the `got` frames at idx of `ring` (in `base`) into the mbufs at pkts, allocated
+  // already, and releases them from the ring; their UMEM addresses go to addrs. Returns the
+  // mbufs kept (pkts is compacted).
+  std::uint32_t copy_in(xsk_ring_cons& ring, std::uint8_t* base, std::uint32_t idx, std::uint32_t got, Mbuf** pkts,
+                        std::uint64_t* addrs) noexcept {
     std::uint64_t bytes = 0;
     std::uint32_t kept = 0;
     for (std::uint32_t i = 0; i < got; ++i) {
-      const xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
+      const xdp_desc* d = xsk_ring_cons__rx_desc(&ring, idx + i);
       addrs[i] = xsk_umem__extract_addr(d->addr);
       Mbuf* m = pkts[i];
       m->data_off = m->headroom_default;
@@ -84,7 +92,7 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
         continue;
       }
       const auto len = static_cast<std::uint16_t>(d->len);
-      std::memcpy(m->data(), xsk_umem__get_data(umem, d->addr), len);
+      std::memcpy(m->data(), xsk_umem__get_data(base, d->addr), len);
       m->data_len = len;
       m->pkt_len = len;
       m->ol_flags = 0;
@@ -95,10 +103,68 @@ struct alignas(cache_line_bytes) RxQueue : QueueBase {
       pkts[kept++] = m;
       bytes += len;
     }
-    xsk_ring_cons__release(&rx, got);
-    refill(addrs, got);  // every frame we took goes straight back
+    xsk_ring_cons__release(&ring, got);
     counters.packets.add(kept);
     counters.bytes.add(bytes);
+    return kept;
+  }
+
+  // Frames of this queue's UMEM that other port queues took: back on the fill ring.
+  void take_back() noexcept {
+    std::uint64_t addrs[mbuf_max_burst];
+    for (std::uint32_t r = 0; r < return_count; ++r)
+      if (const std::uint32_t k = returns[r]->dequeue_burst(std::span(addrs)); k) refill(addrs, k);
+  }
+
+  // Frames the XDP program moved here from other interface queues; each goes back to its owner.
+  std::uint32_t take_moved(Mbuf** pkts, std::uint32_t n) noexcept {
+    std::uint32_t kept = 0;
+    for (std::uint32_t s = 0; s < moved_count && kept < n; ++s) {
+      MovedRx& from = moved[s];
+      std::uint32_t idx = 0;
+      const std::uint32_t got = xsk_ring_cons__peek(&from.rx, n - kept, &idx);
+      if (got == 0) continue;
+      if (!pool->raw_alloc_bulk(std::span<Mbuf*>(pkts + kept, got))) [[unlikely]] {
+        xsk_ring_cons__cancel(&from.rx, got);
+        counters.nombuf.add(got);
+        break;
+      }
+      std::uint64_t addrs[mbuf_max_burst];
+      kept += copy_in(from.rx, from.umem, idx, got, pkts + kept, addrs);
+      from.back->enqueue_burst(std::span<const std::uint64_t>(addrs, got));
+    }
+    return kept;
+  }
+
+  std::uint16_t rx_burst(Mbuf** pkts, std::uint16_t n) noexcept {
+    if (stashed) [[unlikely]] {
+      std::uint64_t retry[mbuf_max_burst * 4];
+      const std::uint32_t k = std::min<std::uint32_t>(stashed, mbuf_max_burst * 4);
+      stashed -= k;
+      std::memcpy(retry, stash + stashed, sizeof(std::uint64_t) * k);
+      refill(retry, k);
+    }
+    const bool moving_now = moving != nullptr && moving->load(std::memory_order_relaxed);
+    if (moving_now) [[unlikely]]
+      take_back();
+    std::uint32_t idx = 0;
+    const std::uint32_t got = xsk_ring_cons__peek(&rx, n, &idx);
+    if (got == 0) {
+      // The kernel sleeps until woken when the fill ring ran dry (need-wakeup mode); busy
+      // polling needs the call to run the NAPI context at all.
+      if (busy_poll || xsk_ring_prod__needs_wakeup(&fill)) ::recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      return moving_now ? static_cast<std::uint16_t>(take_moved(pkts, n)) : 0;
+    }
+    if (!pool->raw_alloc_bulk(std::span<Mbuf*>(pkts, got))) [[unlikely]] {
+      xsk_ring_cons__cancel(&rx, got);  // the frames stay in the ring for the next call
+      counters.nombuf.add(got);
+      return 0;
+    }
+    std::uint64_t addrs[mbuf_max_burst];
+    std::uint32_t kept = copy_in(rx, umem, idx, got, pkts, addrs);
+    refill(addrs, got);  // every frame we took goes straight back
+    if (moving_now && kept < n) [[unlikely]]
+      kept += take_moved(pkts + kept, n - kept);
     return static_cast<std::uint16_t>(kept);
   }
 };

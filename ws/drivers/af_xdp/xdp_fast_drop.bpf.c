@@ -9,6 +9,11 @@
 // the same bytes at the same offsets, the same layer bits), so a rule is the classifier's
 // masked compare of eight 64-bit words; the first rule that matches decides. Per-rule per-CPU
 // hit and byte counters are in ws_rule_counts.
+//
+// A queue rule sends the frame to port queue N: the kernel delivers a redirected frame only to
+// a socket bound to the interface queue it arrived on, so ws_queue_xsks holds, for each
+// interface queue i the port listens on and each port queue N, a socket bound to queue i that
+// port queue N reads (key i * queues + N; the diagonal is the queue's own socket).
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -19,7 +24,9 @@
 #include <bpf/bpf_helpers.h>
 
 enum { mode_drop_all = 0, mode_drop_udp_dport = 1, mode_redirect_all = 2 };
-enum { cnt_dropped = 0, cnt_redirected = 1, cnt_passed = 2, cnt_slots = 4 };
+enum { max_moving_queues = 16 };
+// [cnt_moved + N]: frames a queue rule moved to port queue N from another interface queue.
+enum { cnt_dropped = 0, cnt_redirected = 1, cnt_passed = 2, cnt_moved = 4, cnt_slots = 4 + max_moving_queues };
 
 struct {
   __uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -30,10 +37,19 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 3);  // [0] mode, [1] UDP destination port (host order), [2] rules in ws_rules
+  // [0] mode, [1] UDP destination port (host order), [2] rules in ws_rules, [3] the port's first
+  // interface queue, [4] its queues when ws_queue_xsks is filled (else 0)
+  __uint(max_entries, 5);
   __type(key, __u32);
   __type(value, __u32);
 } ws_config SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_XSKMAP);
+  __uint(max_entries, max_moving_queues * max_moving_queues);
+  __type(key, __u32);
+  __type(value, __u32);
+} ws_queue_xsks SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -42,7 +58,7 @@ struct {
   __type(value, __u64);
 } ws_counters SEC(".maps");
 
-enum { max_rules = 64, rule_drop = 0 };
+enum { max_rules = 64, rule_drop = 0, rule_queue = 1 };
 // Layer bits and field offsets of ws/flow/fields.hpp.
 enum { l_eth = 1, l_vlan = 2, l_ipv4 = 4, l_ipv6 = 8, l_udp = 16, l_tcp = 32, l_icmp = 64 };
 enum { o_vlan = 14, o_tos = 18, o_ttl = 19, o_proto = 20, o_l3 = 22, o_l4 = 54, o_tcp_flags = 58, o_icmp = 60 };
@@ -51,7 +67,9 @@ struct ws_rule {  // the driver's XdpRule (af_xdp_port.cpp)
   __u64 mask[8];
   __u64 value[8];
   __u32 layers;
-  __u32 action;
+  __u32 action;  // rule_drop or rule_queue
+  __u32 queue;   // rule_queue: the port RX queue
+  __u32 pad;
 };
 
 struct ws_rule_count {
@@ -150,7 +168,8 @@ static __always_inline void flow_key(struct xdp_md* ctx, struct ws_key* key) {
   }
 }
 
-// The action of the first of the n rules that matches (counted), or -1.
+// The first of the n rules that matches (counted): rule_drop, rule_queue + 1 + N for queue N,
+// or -1 when none does.
 static __always_inline int match_rules(struct xdp_md* ctx, __u32 n) {
   struct ws_key key = {};
   flow_key(ctx, &key);
@@ -169,9 +188,24 @@ static __always_inline int match_rules(struct xdp_md* ctx, __u32 n) {
       c->packets += 1;
       c->bytes += ctx->data_end - ctx->data;
     }
-    return (int)r->action;
+    return r->action == rule_queue ? (int)(rule_queue + 1 + (r->queue & 0xffff)) : (int)r->action;
   }
   return -1;
+}
+
+// Redirects to the socket on the arrival queue that port queue `queue` reads; -1 when there is
+// none (the frame arrived on a queue the port does not listen on, or no such socket).
+static __always_inline int to_queue(struct xdp_md* ctx, __u32 queue) {
+  __u32 k3 = 3, k4 = 4;
+  __u32* start = bpf_map_lookup_elem(&ws_config, &k3);
+  __u32* queues = bpf_map_lookup_elem(&ws_config, &k4);
+  if (!start || !queues) return -1;
+  __u32 n = *queues;
+  __u32 arrived = ctx->rx_queue_index - *start;  // wraps below the first queue
+  if (n > max_moving_queues || arrived >= n || queue >= n) return -1;
+  if (bpf_redirect_map(&ws_queue_xsks, arrived * n + queue, XDP_ABORTED) != XDP_REDIRECT) return -1;
+  if (queue != arrived) count(cnt_moved + queue, 0);
+  return count(cnt_redirected, XDP_REDIRECT);
 }
 
 SEC("xdp")
@@ -183,7 +217,12 @@ int ws_xdp(struct xdp_md* ctx) {
   if (*mode == mode_drop_all) return count(cnt_dropped, XDP_DROP);
   __u32 k2 = 2;
   __u32* rules = bpf_map_lookup_elem(&ws_config, &k2);
-  if (rules && *rules && match_rules(ctx, *rules) == rule_drop) return count(cnt_dropped, XDP_DROP);
+  int act = rules && *rules ? match_rules(ctx, *rules) : -1;
+  if (act == rule_drop) return count(cnt_dropped, XDP_DROP);
+  if (act > rule_queue) {
+    int v = to_queue(ctx, (__u32)(act - rule_queue - 1));
+    if (v >= 0) return v;
+  }
   if (*mode == mode_drop_udp_dport && is_udp_dport(ctx, *port)) return count(cnt_dropped, XDP_DROP);
   int v = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
   return count(v == XDP_REDIRECT ? cnt_redirected : cnt_passed, v);
