@@ -846,11 +846,16 @@ class PciGuestInterrupts(unittest.TestCase):
         PciGuest.bind([slot], VFIO)
         host.drain(0.05)
         began = time.monotonic()
-        wait = ('w() {{ n=0; until [ "$(grep -c "$1" /tmp/l3p.out)" -ge $2 ] || [ $n -ge 300 ]; do sleep 0.05; '
-                'n=$((n+1)); done; }}; ')
+        # The first frame must find the lcore asleep (a frame polled before that wakes nothing),
+        # and l3fwd-power logs no sleep before its first wake-up: its thread in epoll_wait
+        # (/proc/PID/wchan) says so; on a loaded host the polls before that take a while.
+        wait = ('w() {{ n=0; until [ "$(grep -c "$1" /tmp/l3p.out)" -ge $2 ] || [ $n -ge 600 ]; do sleep 0.05; '
+                'n=$((n+1)); done; }}; '
+                's() {{ n=0; until grep -q epoll /proc/$p/wchan || [ $n -ge 600 ]; do sleep 0.05; n=$((n+1)); '
+                'done; }}; ')
         script = (wait + "rm -f /tmp/l3p.out; l3fwd-power -l 0 --file-prefix=l3p -a {} -- -p 0x1 "
                   "--route=10.99.72.0/24,0 --sleep-timeout 1000 > /tmp/l3p.out 2>&1 & p=$!; "
-                  "w 'entering main interrupt loop' 1; sleep 0.2; echo @@l3p ready; "
+                  "w 'entering main interrupt loop' 1; s; echo @@l3p ready; "
                   "w 'is waked up from rx interrupt' 1; w 'sleeps until interrupt triggers' 1; echo @@l3p asleep; "
                   "w 'is waked up from rx interrupt' 2; sleep 0.1; kill -INT $p; wait $p; "
                   "echo \"@@l3p exit $?\"; cat /tmp/l3p.out").format(bdf(slot))
@@ -858,7 +863,7 @@ class PciGuestInterrupts(unittest.TestCase):
         started = g.start_command(script)
         at = g.wait_for(r"@@l3p ready", 60, started[1]).end()
         host.send(frames[:1])
-        g.wait_for(r"@@l3p asleep", 30, at)
+        g.wait_for(r"@@l3p asleep", 60, at)
         host.send(frames[1:])
         rc, out = g.wait_command(started, timeout=60)
         got = host.drain(0.3)
