@@ -24,16 +24,27 @@
 //   ws-pci-guest-probe link EAL-OPTIONS
 //     The link event fd alone, as in `intr` (virtio-net: configuration changes).
 //
+//   ws-pci-guest-probe udp ADDRESS PORT FLOWS COUNT
+//     No port: the guest kernel sends COUNT UDP datagrams (32 bytes) to ADDRESS:PORT from each
+//     of FLOWS sockets, each with its own source port (so the flows hash apart), round robin;
+//     prints "probe: sent N". Busybox has no UDP sender, and the tap flow test needs several
+//     flows of one rule in exact numbers.
+//
 // Lines start with "probe: "; the exit code is 0 when every step happened (the test judges
 // what they show), 1 when one timed out, 2 for a bad command line or device.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -231,11 +242,47 @@ int link_events(ws::Port& port) {
   return 0;
 }
 
+unsigned number(const char* what, const char* text, unsigned max) {
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(text, &end, 10);
+  if (end == text || *end != '\0' || n == 0 || n > max)
+    die(2, std::string(what) + " '" + text + "': 1 to " + std::to_string(max) + " expected");
+  return static_cast<unsigned>(n);
+}
+
+// The `udp` mode: argv holds ADDRESS PORT FLOWS COUNT.
+int send_udp(char** argv) {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(number("PORT", argv[1], 65535)));
+  if (::inet_pton(AF_INET, argv[0], &to.sin_addr) != 1) die(2, std::string("not an IPv4 address: ") + argv[0]);
+  const unsigned flows = number("FLOWS", argv[2], 64), count = number("COUNT", argv[3], 100000);
+  std::vector<int> fds;
+  for (unsigned f = 0; f < flows; ++f) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0)
+      die(2, std::string("udp socket: ") + std::strerror(errno));
+    fds.push_back(fd);
+  }
+  const char payload[32] = "ws-pci-guest-probe udp";
+  unsigned sent = 0;
+  for (unsigned i = 0; i < count; ++i)
+    for (const int fd : fds) sent += ::send(fd, payload, sizeof payload, 0) == static_cast<ssize_t>(sizeof payload);
+  for (const int fd : fds) ::close(fd);
+  std::printf("probe: sent %u\n", sent);
+  return sent == flows * count ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) die(2, "usage: ws-pci-guest-probe stray|intr|intr-quiet|link EAL-OPTIONS");
+  if (argc < 2)
+    die(2, "usage: ws-pci-guest-probe stray|intr|intr-quiet|link EAL-OPTIONS | udp ADDRESS PORT FLOWS COUNT");
   const std::string mode = argv[1];
+  if (mode == "udp") {
+    if (argc != 6) die(2, "usage: ws-pci-guest-probe udp ADDRESS PORT FLOWS COUNT");
+    return send_udp(argv + 2);
+  }
   const ws::SplitArgs args = ws::split_args(argc - 1, argv + 1);
   auto options = ws::parse_eal_args(args.eal);
   if (!options) die(2, options.error().message);

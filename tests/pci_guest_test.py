@@ -12,9 +12,11 @@ expectations when the scenario changes, and tests nothing of ours: the suite lea
 (it would add about 60% to this test's time), bench/pci_guest asks for it. The host side checks
 what came out: frames sent in and out of the guest as UDP datagrams (QEMU's dgram netdev) are
 compared byte for byte and counted exactly, what the guest transmits is also captured by QEMU's
-filter-dump, and a kernel in a network namespace pings through a tap NIC. Rates inside the
-guest are reported (side by side with --with-dpdk; pci_guest_results.json in the work
-directory); TCG rates are no hardware rates, and nothing is gated on them.
+filter-dump, and a kernel in a network namespace pings through a tap NIC. In the guest, its
+kernel's vhost-net serves virtio_user ports, and takes net_tap's flow rules as flower filters
+(which the host's kernel may lack). Rates inside the guest are reported (side by side with
+--with-dpdk; pci_guest_results.json in the work directory); TCG rates are no hardware rates, and
+nothing is gated on them.
 
 The guest binary must not use what TCG does not emulate (it emulates up to AVX2): the host
 tests' own wirespeed-testpmd (built for x86-64-v2; it picks its AVX2 code at run time in the
@@ -52,6 +54,7 @@ PROBE = None   # tests/pci_guest_probe.cpp's binary (--probe), same build
 L3FWD_POWER = None  # examples/l3fwd-power (--l3fwd-power), same build
 WORK = None    # guest images and results (--work; the build tree)
 DPDK = shutil.which("dpdk-testpmd")
+TC = shutil.which("tc")  # iproute2's, for the tap flow test's filter statistics (busybox's reads no flower)
 PMD_DIR = (sorted(glob.glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*")) or [None])[-1]
 DPDK_PLUGINS = ["librte_net_e1000.so", "librte_net_virtio.so", "librte_mempool_ring.so"]
 VHOST_NET_DPDK_PLUGINS = ["librte_net_tap.so"]  # the vhost-net rates (virtio_user is in librte_net_virtio)
@@ -259,8 +262,10 @@ class PciGuest(unittest.TestCase):
         dpdk = ([DPDK] + [os.path.join(PMD_DIR, p) for p in DPDK_PLUGINS + VHOST_NET_DPDK_PLUGINS]
                 if WITH_DPDK else [])
         return image.Image(KERNEL, modules=image.NET_MODULES + image.UIO_MODULES + image.VFIO_MODULES +
-                           image.VHOST_NET_MODULES, binaries=[BINARY] + [b for b in (PROBE, L3FWD_POWER) if b] + dpdk,
-                           scripts={"vhost_net_path": VHOST_NET_SCRIPT, "vhost_net_txonly": VHOST_NET_TXONLY}).build(
+                           image.VHOST_NET_MODULES + image.TC_FLOWER_MODULES,
+                           binaries=[BINARY] + [b for b in (PROBE, L3FWD_POWER, TC) if b] + dpdk,
+                           scripts={"vhost_net_path": VHOST_NET_SCRIPT, "vhost_net_txonly": VHOST_NET_TXONLY,
+                                    "tap_flower": TAP_FLOWER_SCRIPT}).build(
                                WORK, "pci-dpdk" if WITH_DPDK else "pci")
 
     @classmethod
@@ -1065,6 +1070,130 @@ class PciGuestVhostNet(unittest.TestCase):
                         self.assertTrue(periods, out[-3000:])
                         mpps = statistics.median(periods[1:-1] if len(periods) > 3 else periods) / 1e6
                         VHOST_NET_RATES.setdefault("txonly_" + backend, {}).setdefault(kind, []).append(mpps)
+
+
+# ---- net_tap's flow rules as the guest kernel's flower filters ----
+# This guest's kernel has cls_flower, act_gact and act_skbedit (the host's may not): one testpmd
+# (rxonly, two queues, --disable-rss) on two net_tap ports, wsfo (flow_offload=1: the rules become
+# flower filters on the tap's clsact egress hook) and wsfs (flow_offload=0: the same rules in
+# software), each with UDP 7001 dropped and UDP 7002 to queue 1. The guest kernel sends 8 flows
+# (source ports) of 5 datagrams to each of the two ports on each tap (ws-pci-guest-probe udp), then
+# 16 flows to UDP 7003, which no rule takes: the tap spreads those over both queues, so queue 1
+# holding every 7002 frame is the rule's doing.
+TAP_FLOWER_SCRIPT = r"""# usage: tap_flower: prints @@tf lines (each tap's tx_packets, tc's filter statistics), then
+# testpmd's log: `show fwd stats all` after the ruled flows, then its stop after the unruled ones
+rm -f /tmp/tf.in /tmp/tf.log
+mkfifo /tmp/tf.in
+v6=$(cat /proc/sys/net/ipv6/conf/default/disable_ipv6)
+echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6  # no router solicitation or MLD into the taps
+wirespeed-testpmd -l 0-1 -n 4 --file-prefix=tf --no-pci --log-level=info \
+  --vdev net_tap0,iface=wsfo,mac=02:00:00:88:01:02 --vdev net_tap1,iface=wsfs,mac=02:00:00:88:02:02,flow_offload=0 \
+  -- -i --forward-mode=rxonly --rxq=2 --txq=2 --disable-rss --total-num-mbufs=8192 </tmp/tf.in >/tmp/tf.log 2>&1 &
+tp=$!
+exec 3>/tmp/tf.in
+# Each command read is preceded by a prompt (flushed): N+1 prompts, N commands done.
+prompts() {
+  n=0
+  while [ "$(grep -o 'testpmd> ' /tmp/tf.log | wc -l)" -lt "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n + 1)); done
+}
+# send PORT FLOWS: FLOWS x 5 datagrams to UDP port PORT of each tap's peer. settle "WSFO WSFS":
+# waits (up to 2 s) until the taps' tx_packets (tun counts a frame when its fd reads it) are
+# those, and prints them.
+send() {
+  for i in 1 2; do ws-pci-guest-probe udp 10.88.$i.2 $1 $2 5; done
+}
+read_by() { cat /sys/class/net/$1/statistics/tx_packets; }
+settle() {
+  n=0
+  while [ "$(read_by wsfo) $(read_by wsfs)" != "$1" ] && [ $n -lt 40 ]; do sleep 0.05; n=$((n + 1)); done
+  for t in wsfo wsfs; do echo "@@tf $t tx_packets $(read_by $t)"; done
+}
+prompts 1
+i=1
+for t in wsfo wsfs; do
+  ip addr add 10.88.$i.1/24 dev $t && arp -i $t -s 10.88.$i.2 02:00:00:88:0$i:02  # busybox's ip has no neigh add
+  i=$((i + 1))
+done
+for p in 0 1; do
+  echo "flow create $p ingress pattern eth / ipv4 / udp dst is 7001 / end actions drop / end" >&3
+  echo "flow create $p ingress pattern eth / ipv4 / udp dst is 7002 / end actions queue index 1 / end" >&3
+done
+echo "flow list 0" >&3
+echo "flow list 1" >&3
+echo start >&3
+prompts 8
+send 7001 8
+send 7002 8
+settle "40 80"
+echo "show fwd stats all" >&3
+for t in wsfo wsfs; do
+  echo "@@tf $t filters"
+  /usr/local/bin/tc -s filter show dev $t egress  # iproute2's (busybox's sh prefers its own applets)
+  echo "@@tf $t end"
+done
+send 7003 16
+settle "120 160"
+echo stop >&3
+echo quit >&3
+exec 3>&-
+wait $tp
+rc=$?
+echo "$v6" > /proc/sys/net/ipv6/conf/default/disable_ipv6
+cat /tmp/tf.log
+exit $rc
+"""
+
+
+class PciGuestTapFlower(unittest.TestCase):
+    """net_tap's flow rules as flower filters in a kernel that takes them (see TAP_FLOWER_SCRIPT),
+    in the one guest."""
+
+    def setUp(self):
+        testpmd_harness.require(self, PROBE, "ws-pci-guest-probe (--probe) was not given")
+        testpmd_harness.require_program(self, "tc", "iproute2")
+        need_guest(self)
+
+    @staticmethod
+    def streams(text):
+        """(port, queue) -> RX-packets of each stream that moved anything."""
+        return {(int(p), int(q)): int(n) for p, q, n in
+                re.findall(r"RX Port=\s*(\d+)/Queue=\s*(\d+) -> .*\n\s*RX-packets: (\d+)", text)}
+
+    def test_tap_flower_offload(self):
+        """A drop and a queue rule as flower filters (flow_offload=1) and in software
+        (flow_offload=0), in one testpmd on two taps: the kernel drops the dropped flow before the
+        tap (its filter counts every frame, the tap's fd reads none of them), and the queue rule's
+        flows all reach queue 1 in both, while flows without a rule reach both queues."""
+        rc, out = PciGuest.guest.run("sh /ws/tap_flower", timeout=90, check=False)
+        testpmd_harness.assert_no_crash(self, out, "tap flower")
+        self.assertEqual(rc, 0, out[-4000:])
+        self.assertNotIn("stays in software", out, out[-4000:])
+        # Port 0's two rules are filters; port 1 (flow_offload=0) prints no placement at all.
+        self.assertEqual(re.findall(r"Placement:.*", out), ["Placement: #0 kernel TC, #1 kernel TC"], out[-4000:])
+        filters = re.search(r"@@tf wsfo filters\n(.*?)@@tf wsfo end", out, re.S).group(1)
+        blocks = {int(m.group(1)): m.group(2) for m in re.finditer(
+            r"filter protocol ip pref (\d+) flower chain 0 handle 0x1 *\n(.*?)(?=\nfilter |\Z)", filters, re.S)}
+        self.assertEqual(sorted(blocks), [0x2000, 0x2001], filters)
+        for block, port, action in ((blocks[0x2000], 7001, "gact action drop"),
+                                    (blocks[0x2001], 7002, "skbedit queue_mapping 1 pipe")):
+            self.assertIn("dst_port {}".format(port), block, filters)
+            self.assertIn(action, block, filters)
+            self.assertRegex(block, r"Sent \d+ bytes 40 pkt", filters)
+        self.assertIn("@@tf wsfs filters\n@@tf wsfs end", out)
+        # What each tap's fds read: wsfo never the 40 dropped frames; wsfs all 80 (software drops).
+        self.assertEqual(re.findall(r"@@tf (\w+) tx_packets (\d+)", out),
+                         [("wsfo", "40"), ("wsfs", "80"), ("wsfo", "120"), ("wsfs", "160")], out[-4000:])
+        snapshot, final = out.split("Telling cores to stop", 1)
+        # After the ruled flows: every 7002 frame on queue 1, nothing on queue 0, in both.
+        self.assertEqual(self.streams(snapshot), {(0, 1): 40, (1, 1): 40}, snapshot[-3000:])
+        self.assertIn("RX-packets: 80             RX-dropped: 0             RX-total: 80\n  RX-error: 40",
+                      snapshot, snapshot[-3000:])  # port 1's software drops
+        self.assertRegex(snapshot, r"statistics for port 0 +-+\n  RX-packets: 40 .*\n  TX-packets", snapshot[-3000:])
+        # After the 16 unruled flows: 80 more on each port, both queues of each port used.
+        got = self.streams(final)
+        for port in (0, 1):
+            self.assertEqual(got.get((port, 0), 0) + got.get((port, 1), 0), 120, final[-3000:])
+            self.assertGreater(got.get((port, 0), 0), 0, final[-3000:])
 
 
 def _add_scenarios():

@@ -198,6 +198,9 @@ class TapFlows(TapCase):
                                 + where)
             self.assertIn("port 0 (net_tap0): flow rule #0 stays in software: device 'net_tap0': the kernel "
                           "refused the flower filter", err, where)
+            # The kernel's own reason (its extended ack, e.g. "TC classifier not found"), then ours.
+            self.assertRegex(err, r"refused the flower filter: [^\n]* \([^;\n]+; no cls_flower, act_gact or "
+                             r"act_skbedit in this kernel\)", where)
             self.assertNotIn("Placement:", out, where)
 
 

@@ -23,6 +23,9 @@ UIO_MODULES = ["uio", "uio_pci_generic"]
 VFIO_MODULES = ["vfio", "vfio_iommu_type1", "vfio-pci"]
 # The kernel's vhost-net and the tap it serves (vhost, vhost_iotlb, tun, tap come with it).
 VHOST_NET_MODULES = ["vhost_net"]
+# What net_tap's flow rules become in the kernel: flower filters on a clsact qdisc (sch_ingress
+# provides both) with gact drop or skbedit queue_mapping actions (the tap's tun comes with vhost_net).
+TC_FLOWER_MODULES = ["sch_ingress", "cls_flower", "act_gact", "act_skbedit"]
 
 LINK = -1  # Image contents: a symbolic link to the path given as data
 

@@ -157,10 +157,16 @@ FlowOffloadResult TcFlows::add(const std::string& iface, const std::string& port
   put_keys(r, *match, *p);
   put_action(r, *fate);
   r.end(options);
-  if (int e = r.send(); e != 0)
-    return std::unexpected(FlowOffloadRefusal{
-        true, fmt::format("device '{}': the kernel refused the flower filter: {}{}", port, std::strerror(e),
-                          e == ENOENT ? " (no cls_flower, act_gact or act_skbedit in this kernel)" : "")});
+  std::string kernel_says;
+  if (int e = r.send(&kernel_says); e != 0) {
+    if (e == ENOENT) {
+      if (!kernel_says.empty()) kernel_says += "; ";
+      kernel_says += "no cls_flower, act_gact or act_skbedit in this kernel";
+    }
+    return std::unexpected(
+        FlowOffloadRefusal{true, fmt::format("device '{}': the kernel refused the flower filter: {}{}", port,
+                                             std::strerror(e), kernel_says.empty() ? "" : " (" + kernel_says + ")")});
+  }
   slots_.push_back(slot);
   return FlowOffload{FlowPlace::kernel_tc, slot};
 }

@@ -8,10 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <string>
 
 namespace ws::tap_pmd {
 
@@ -51,10 +54,15 @@ class TcRequest {
     reinterpret_cast<rtattr*>(buf_.data() + at)->rta_len = static_cast<std::uint16_t>(header()->nlmsg_len - at);
   }
 
-  // Sends the request and waits for the kernel's acknowledgement: 0 or a positive errno.
-  int send() const {
+  // Sends the request and waits for the kernel's acknowledgement: 0 or a positive errno. With
+  // `kernel_says`, a refusal's extended-ack text goes there (empty when the kernel gave none):
+  // an errno alone does not tell which of a filter's modules or attributes the kernel refused.
+  int send(std::string* kernel_says = nullptr) const {
     const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
     if (fd < 0) return errno;
+    const int on = 1;  // extended acks, without the request echoed back (older kernels: neither)
+    (void)::setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof on);
+    (void)::setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof on);
     sockaddr_nl kernel{};
     kernel.nl_family = AF_NETLINK;
     int result = 0;
@@ -72,6 +80,8 @@ class TcRequest {
         nlmsgerr e{};
         std::memcpy(&e, reply.data() + NLMSG_HDRLEN, sizeof e);
         result = -e.error;
+        if (result != 0 && kernel_says != nullptr)
+          *kernel_says = ack_message({reply.data(), std::min<std::size_t>(static_cast<std::size_t>(n), r->nlmsg_len)});
       }
     }
     ::close(fd);
@@ -79,6 +89,32 @@ class TcRequest {
   }
 
  private:
+  // NLMSGERR_ATTR_MSG from the attributes after an error acknowledgement (`ack`: the message as
+  // received); every length read is checked against what was received.
+  static std::string ack_message(std::span<const char> ack) {
+    if (ack.size() < NLMSG_HDRLEN + sizeof(nlmsgerr)) return {};
+    nlmsghdr h{};
+    nlmsgerr e{};
+    std::memcpy(&h, ack.data(), sizeof h);
+    std::memcpy(&e, ack.data() + NLMSG_HDRLEN, sizeof e);
+    if ((h.nlmsg_flags & NLM_F_ACK_TLVS) == 0) return {};
+    // Without NLM_F_CAPPED the request follows the error's copy of its header.
+    std::size_t at = NLMSG_HDRLEN + sizeof e;
+    if ((h.nlmsg_flags & NLM_F_CAPPED) == 0) {
+      if (e.msg.nlmsg_len < sizeof(nlmsghdr)) return {};
+      at += NLMSG_ALIGN(e.msg.nlmsg_len - sizeof(nlmsghdr));
+    }
+    while (at + sizeof(nlattr) <= ack.size()) {
+      nlattr a{};
+      std::memcpy(&a, ack.data() + at, sizeof a);
+      if (a.nla_len < sizeof a || a.nla_len > ack.size() - at) return {};
+      if ((a.nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG)
+        return std::string(ack.data() + at + sizeof a, ::strnlen(ack.data() + at + sizeof a, a.nla_len - sizeof a));
+      at += NLA_ALIGN(a.nla_len);
+    }
+    return {};
+  }
+
   nlmsghdr* header() { return reinterpret_cast<nlmsghdr*>(buf_.data()); }
   const nlmsghdr* header() const { return reinterpret_cast<const nlmsghdr*>(buf_.data()); }
   alignas(nlmsghdr) std::array<char, 1024> buf_{};
