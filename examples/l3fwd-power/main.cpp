@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // l3fwd-power on wirespeed: DPDK's l3fwd-power in its interrupt-only mode. It forwards as
 // examples/l3fwd does (l3fwd.hpp: routes, LPM, port set-up, the forwarding of a burst); an lcore
-// polls while its queues bring packets and, once every queue has been empty for 300 polls in a
-// row (DPDK's SUSPEND_THRESHOLD), arms their RX interrupts (Port::rx_intr_enable), sleeps in
-// epoll_wait on their fds, and on the first event disarms them and polls again. The frequency
-// scaling modes of DPDK's (legacy, empty poll, telemetry, pmd-mgmt, uncore) need cpufreq and are
-// refused with the reason.
+// polls while its queues bring packets and, once every queue has been empty for 300 µs (what
+// DPDK's SUSPEND_THRESHOLD of 300 empty polls lasts at least), arms their RX interrupts
+// (Port::rx_intr_enable), sleeps in epoll_wait on their fds, and on the first event disarms them
+// and polls again. The frequency scaling modes of DPDK's (legacy, empty poll, telemetry, pmd-mgmt,
+// uncore) need cpufreq and are refused with the reason.
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -14,8 +14,13 @@
 namespace {
 
 constexpr std::uint32_t min_zero_poll_count = 10;  // DPDK's MIN_ZERO_POLL_COUNT: a queue is idle after these
-constexpr std::uint32_t suspend_threshold = 300;   // DPDK's SUSPEND_THRESHOLD: empty polls before sleeping
-constexpr unsigned sleep_timeout_ms = 10;          // DPDK's rte_epoll_wait timeout in sleep_until_rx_interrupt
+// How long every queue stays empty before the lcore sleeps. DPDK's counts SUSPEND_THRESHOLD (300)
+// empty polls and spins 1 µs (MINIMUM_SLEEP_TIME) after each, and its net_tap answers an empty
+// poll without a system call: about 300 µs. Counted in polls, ours would last as long as 300 of
+// the port's empty polls cost (on net_tap a read() per queue each), the lcore busy after every
+// wake-up and whatever it woke (the frame's receiver on the same CPU) waiting behind it.
+constexpr std::uint64_t suspend_us = 300;
+constexpr unsigned sleep_timeout_ms = 10;  // DPDK's rte_epoll_wait timeout in sleep_until_rx_interrupt
 
 struct PowerOptions {
   unsigned max_pkt_len = 0;                   // --max-pkt-len; 0: the ports' default MTU
@@ -55,7 +60,8 @@ l3fwd::ExtraOption power_options(PowerOptions& p) {
 // One RX queue of an lcore: where it is and how long it has been empty.
 struct Queue {
   std::uint16_t port, queue;
-  std::uint32_t zero_polls = 0;
+  std::uint32_t zero_polls = 0;   // up to min_zero_poll_count + 1
+  std::uint64_t empty_since = 0;  // TSC of the first empty poll of this run of empty polls
 };
 
 // The lcore's epoll fd with every queue's interrupt fd (data: port << 16 | queue), made on the
@@ -104,8 +110,9 @@ void sleep_until_rx_interrupt(int ep, unsigned lcore, std::size_t queues, unsign
 }
 
 // One pass over the lcore's queues; returns whether every queue has been empty long enough to
-// sleep (DPDK's power_idle_heuristic reaching SUSPEND_THRESHOLD on all of them).
-bool poll_once(l3fwd::Forwarder& f, std::vector<Queue>& queues) {
+// sleep (more than DPDK's MIN_ZERO_POLL_COUNT polls and suspend_us). The TSC is read only on
+// empty polls: under load the pass costs what l3fwd's does.
+bool poll_once(l3fwd::Forwarder& f, std::vector<Queue>& queues, std::uint64_t suspend_tsc) {
   ws::Mbuf* pkts[l3fwd::max_burst];
   bool all_idle = true;
   for (Queue& q : queues) {
@@ -113,10 +120,12 @@ bool poll_once(l3fwd::Forwarder& f, std::vector<Queue>& queues) {
     if (n != 0) {
       q.zero_polls = 0;
       f.burst(q.port, pkts, n);
-    } else if (q.zero_polls < suspend_threshold) {
-      ++q.zero_polls;
+      all_idle = false;
+      continue;
     }
-    all_idle = all_idle && q.zero_polls > min_zero_poll_count && q.zero_polls >= suspend_threshold;
+    if (q.zero_polls == 0) q.empty_since = ws::rdtsc();
+    if (q.zero_polls <= min_zero_poll_count) ++q.zero_polls;
+    all_idle = all_idle && q.zero_polls > min_zero_poll_count && ws::rdtsc() - q.empty_since >= suspend_tsc;
   }
   return all_idle;
 }
@@ -128,6 +137,7 @@ void run_lcore(l3fwd::App& app, unsigned lcore, int ep, unsigned timeout_ms) {
   std::vector<Queue> queues;
   for (const l3fwd::RxQueue& q : app.queues_of(lcore)) queues.push_back({q.port, q.queue});
   const std::uint64_t period = app.opt.period_s * ws::tsc_hz();
+  const std::uint64_t suspend_tsc = suspend_us * ws::tsc_hz() / 1000000;
   const bool main_lcore = lcore == f.eal.main_lcore();
   if (queues.empty() && !main_lcore) {
     std::printf("L3FWD_POWER: lcore %u has nothing to do\n", lcore);
@@ -137,7 +147,7 @@ void run_lcore(l3fwd::App& app, unsigned lcore, int ep, unsigned timeout_ms) {
   bool woken = false;
   std::uint64_t last = ws::rdtsc();
   while (!l3fwd::force_quit.load(std::memory_order_relaxed)) {
-    if (poll_once(f, queues) && intr) {
+    if (poll_once(f, queues, suspend_tsc) && intr) {
       intr = turn_on_off_intr(f.eal, queues, true);
       if (intr) sleep_until_rx_interrupt(ep, lcore, queues.size(), timeout_ms, woken);
       intr = turn_on_off_intr(f.eal, queues, false) && intr;
