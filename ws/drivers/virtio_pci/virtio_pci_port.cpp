@@ -194,12 +194,7 @@ Result<void> VirtioPciPort::set_rx_intr(std::uint16_t q, bool on) {
     (void)t_->read_isr();
     irq_->ack(0);
   }
-  virtio::RxCommon& rq = *rxq_[q];
-  if (!rq.gate.enter()) return {};
-  const bool pending = rq.set_interrupt(on);
-  rq.gate.leave();
-  if (pending) (*f)->signal();
-  if (!on) (*f)->drain();
+  arm_rx_interrupt(q, **f, on);
   return {};
 }
 

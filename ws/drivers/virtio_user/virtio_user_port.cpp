@@ -161,12 +161,7 @@ class VirtioUserPort final : public virtio::VirtioNetPort<virtio::VhostUserHotPa
     if (!started()) return fail("device '{}': RX queue {}: the port is not started", name(), q);
     auto f = intr(q);
     if (!f) return std::unexpected(f.error());
-    virtio::RxCommon& rq = *rxq_[q];
-    if (!rq.gate.enter()) return {};
-    const bool pending = rq.set_interrupt(on);
-    rq.gate.leave();
-    if (pending) (*f)->signal();  // came before the request: the application must not wait for it
-    if (!on) (*f)->drain();
+    arm_rx_interrupt(q, **f, on);
     return {};
   }
   void stop_monitor() {

@@ -15,6 +15,7 @@
 
 #include "ws/core/arena.hpp"
 #include "ws/core/log.hpp"
+#include "ws/port/intr_fd.hpp"
 #include "ws/port/variant.hpp"
 #include "ws/virtio/features.hpp"
 #include "ws/virtio/net/queues.hpp"
@@ -191,6 +192,19 @@ class VirtioNetPort : public Port {
   virtual void stop_device() = 0;
   // The address the device uses for `p`, in our arena.
   virtual std::uint64_t dma_addr(const void* p) const = 0;
+
+  // RX interrupts, whatever the transport: arms (on) or disarms RX queue q's ring under its gate
+  // and keeps `fd` true to it. A packet that came before the arming makes `fd` readable (the
+  // application must not wait for the interrupt then); disarming drains what `fd` held. A closed
+  // gate (the queue stopped) changes neither.
+  void arm_rx_interrupt(std::uint16_t q, IntrFd& fd, bool on) {
+    RxCommon& rq = *rxq_[q];
+    if (!rq.gate.enter()) return;
+    const bool pending = rq.set_interrupt(on);
+    rq.gate.leave();
+    if (pending) fd.signal();
+    if (!on) fd.drain();
+  }
 
   // Ring order: RX 0, TX 0, RX 1, TX 1 ... (virtio-net's queue numbering, §5.1.2).
   std::vector<QueueCommon*> ring_queues() const {
