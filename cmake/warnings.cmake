@@ -46,7 +46,7 @@ function(ws_test_pch)
   if(TARGET ws_test_pch)
     return()
   endif()
-  file(WRITE ${PROJECT_BINARY_DIR}/ws_test_pch.cpp "")
+  file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/ws_test_pch.cpp CONTENT "")  # written once, not at each configure
   add_library(ws_test_pch OBJECT ${PROJECT_BINARY_DIR}/ws_test_pch.cpp)
   target_link_libraries(ws_test_pch PRIVATE GTest::gtest fmt::fmt ws_flags)
   target_precompile_headers(ws_test_pch PRIVATE <gtest/gtest.h> <algorithm> <array> <atomic> <chrono> <cstdint>
